@@ -1,0 +1,1 @@
+"""Drivers and I/O: PostgreSQL, NATS JetStream, embedded servers, providers."""

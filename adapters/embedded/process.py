@@ -1,0 +1,98 @@
+"""Child server processes that die with their parent and never run as root."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+NOBODY = 65534  # PostgreSQL refuses to run as root; nobody exists on every Linux
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _child_setup(*, as_nobody: bool) -> Callable[[], None]:
+    def setup() -> None:
+        os.setpgrp()  # Ctrl-C reaches the supervisor, which stops children in order
+        if as_nobody:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+        # Set after setuid: a credential change clears the parent-death signal.
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return setup
+
+
+def spawn(
+    argv: list[str], *, log: Path, as_nobody: bool = False
+) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_child_setup(as_nobody=as_nobody),  # noqa: PLW1509
+        )
+
+
+def wait_for_port(
+    port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:]
+            msg = f"{proc.args!r} exited with {proc.returncode}:\n{tail}"
+            raise RuntimeError(msg)
+        with (
+            contextlib.suppress(OSError),
+            socket.create_connection(("127.0.0.1", port), timeout=0.2),
+        ):
+            return
+        time.sleep(0.02)
+    msg = f"{proc.args!r} did not listen on port {port} within {timeout}s; see {log}"
+    raise RuntimeError(msg)
+
+
+def stop(
+    proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 20
+) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def check_traversable(path: Path) -> None:
+    """As root the server runs as nobody, who must reach `path` through its parents."""
+    for parent in path.resolve().parents:
+        if not parent.stat().st_mode & 0o001:
+            msg = (
+                f"{parent} is not searchable by other users, so the embedded "
+                f"PostgreSQL (run as 'nobody' because you are root) cannot reach "
+                f"{path}. Set CLUB_DATA_DIR to a directory under /tmp or /srv, "
+                f"run as a normal user, or set CLUB_DATABASE_URL to a server you run."
+            )
+            raise RuntimeError(msg)

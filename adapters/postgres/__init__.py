@@ -1,0 +1,1 @@
+"""PostgreSQL: the event store's settings, SQL tables, inbox, idempotency keys."""

@@ -1,0 +1,53 @@
+"""Connection settings derived from one `postgresql://` URL."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+import sqlalchemy as sa
+
+
+def sqlalchemy_url(url: str) -> str:
+    """SQLAlchemy wants the driver named; users give the plain libpq form."""
+    scheme, _, rest = url.partition("://")
+    if scheme in ("postgres", "postgresql"):
+        return f"postgresql+psycopg://{rest}"
+    return url
+
+
+def create_engine(url: str, *, pool_size: int = 5) -> sa.Engine:
+    return sa.create_engine(
+        sqlalchemy_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_timeout=5,
+        connect_args={"connect_timeout": 5},
+    )
+
+
+def eventsourcing_env(url: str, *, lock_timeout_s: int = 2) -> dict[str, str]:
+    """Map one URL onto the eventsourcing library's POSTGRES_* settings."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql", "postgresql+psycopg"):
+        msg = f"CLUB_DATABASE_URL must start with postgresql://, not {parts.scheme}://"
+        raise ValueError(msg)
+    return {
+        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "APPLICATION_RECORDER_TOPIC": "adapters.postgres.recorder:ClubRecorder",
+        "POSTGRES_DBNAME": unquote(parts.path.lstrip("/")) or "postgres",
+        "POSTGRES_HOST": parts.hostname or "127.0.0.1",
+        "POSTGRES_PORT": str(parts.port or 5432),
+        "POSTGRES_USER": unquote(parts.username or "postgres"),
+        "POSTGRES_PASSWORD": unquote(parts.password or ""),
+        # A stuck lock must surface as 503 + Retry-After, never as a hang.
+        "POSTGRES_LOCK_TIMEOUT": str(lock_timeout_s),
+        "POSTGRES_CONNECT_TIMEOUT": "5",
+        "POSTGRES_POOL_SIZE": "10",
+        "POSTGRES_MAX_OVERFLOW": "10",
+        "POSTGRES_PRE_PING": "y",
+        "CREATE_TABLE": "n",  # `club migrate` creates tables, not every process
+        # Lessons are read on every enrollment: keep them warm, catch up on read.
+        "AGGREGATE_CACHE_MAXSIZE": "1000",
+        "AGGREGATE_CACHE_FASTFORWARD": "y",
+    }

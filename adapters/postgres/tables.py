@@ -1,0 +1,61 @@
+"""Club's own SQL tables beside the event store: keys, inbox, positions, profiles."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+metadata = sa.MetaData()
+now = sa.text("now()")
+
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    sa.Column("scope", sa.Text, primary_key=True),  # method + route template
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("fingerprint", sa.Text, nullable=False),  # sha256 of method, path, body
+    sa.Column("state", sa.Text, nullable=False),  # in_flight | done
+    sa.Column("status_code", sa.Integer),
+    sa.Column("response", JSONB),
+    sa.Column("headers", JSONB),
+    sa.Column("created_at", sa.DateTime(timezone=True), server_default=now),
+    sa.Column("lease_until", sa.DateTime(timezone=True), nullable=False),
+)
+
+students = sa.Table(
+    "students",
+    metadata,
+    sa.Column("student_id", sa.Text, primary_key=True),
+    sa.Column("email", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
+)
+
+# Where each relay has published up to, in notification-log ids.
+relay_positions = sa.Table(
+    "relay_positions",
+    metadata,
+    sa.Column("relay", sa.Text, primary_key=True),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
+)
+
+# One row per event a consumer has applied: the duplicate check and its effect
+# commit in one transaction. The body hash tells a redelivery from a conflict.
+inbox = sa.Table(
+    "inbox",
+    metadata,
+    sa.Column("consumer", sa.Text, primary_key=True),
+    sa.Column("event_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("body_sha256", sa.LargeBinary, nullable=False),
+    sa.Column("stream_seq", sa.BigInteger, nullable=False),
+    sa.Column("applied_at", sa.DateTime(timezone=True), server_default=now),
+)
+
+consumer_positions = sa.Table(
+    "consumer_positions",
+    metadata,
+    sa.Column("consumer", sa.Text, primary_key=True),
+    sa.Column("stream_seq", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
+)

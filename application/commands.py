@@ -1,0 +1,30 @@
+"""What callers ask Club to do: imperative, immutable, validated at the edge."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class ScheduleLesson:
+    lesson_id: UUID
+    title: str
+    capacity: int
+    starts_at: datetime
+    price_cents: int
+
+
+@attrs.frozen(kw_only=True)
+class EnrollStudent:
+    lesson_id: UUID
+    student_id: str
+    request_id: str  # the client's Idempotency-Key: recognises a retried commit
+
+
+@attrs.frozen(kw_only=True)
+class CancelEnrollment:
+    enrollment_id: UUID
+    reason: str = "cancelled by student"

@@ -1,0 +1,1 @@
+"""The published language: what other programs may rely on, versioned."""

@@ -1,0 +1,85 @@
+"""The one table from internal domain events to published envelopes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from application.contracts.envelope import Envelope
+from application.contracts.events import (
+    KNOWN,
+    EnrollmentCancelledV1,
+    EnrollmentConfirmedV1,
+    LessonScheduledV1,
+    PublishedEvent,
+)
+from application.ids import event_id
+from domain.enrollment import Enrollment
+from domain.lesson import Lesson
+
+
+class UnknownSchemaError(ValueError):
+    """A consumer met an event type or schema version it cannot read."""
+
+
+def _lesson_scheduled(e: Lesson.Scheduled) -> LessonScheduledV1:
+    return LessonScheduledV1(
+        lesson_id=e.originator_id,
+        title=e.title,
+        capacity=e.capacity,
+        starts_at=e.starts_at,
+        price_cents=e.price_cents,
+    )
+
+
+def _enrollment_confirmed(e: Enrollment.Confirmed) -> EnrollmentConfirmedV1:
+    return EnrollmentConfirmedV1(
+        enrollment_id=e.originator_id, lesson_id=e.lesson_id, student_id=e.student_id
+    )
+
+
+def _enrollment_cancelled(e: Enrollment.Cancelled) -> EnrollmentCancelledV1:
+    return EnrollmentCancelledV1(
+        enrollment_id=e.originator_id, lesson_id=e.lesson_id, student_id=e.student_id
+    )
+
+
+# Internal event class -> (subject aggregate token, published encoder).
+# Events missing here (a lesson's seat bookkeeping) stay internal.
+PUBLISHED: dict[type[Any], tuple[str, Callable[[Any], PublishedEvent]]] = {
+    Lesson.Scheduled: ("lesson", _lesson_scheduled),
+    Enrollment.Confirmed: ("enrollment", _enrollment_confirmed),
+    Enrollment.Cancelled: ("enrollment", _enrollment_cancelled),
+}
+
+
+def to_envelope(domain_event: Any) -> Envelope | None:
+    """The envelope to publish for an internal event, or None if it stays internal."""
+    entry = PUBLISHED.get(type(domain_event))
+    if entry is None:
+        return None
+    aggregate, encode = entry
+    published = encode(domain_event)
+    return Envelope(
+        event_id=event_id(domain_event.originator_id, domain_event.originator_version),
+        type=published.TYPE,
+        schema_version=published.VERSION,
+        aggregate=aggregate,
+        aggregate_id=domain_event.originator_id,
+        aggregate_version=domain_event.originator_version,
+        occurred_at=domain_event.timestamp,
+        data=published.to_data(),
+    )
+
+
+def decode(envelope: Envelope) -> PublishedEvent:
+    """The typed event inside an envelope; unknown types and versions are refused."""
+    cls = KNOWN.get((envelope.type, envelope.schema_version))
+    if cls is None:
+        msg = f"no reader for {envelope.type} v{envelope.schema_version}"
+        raise UnknownSchemaError(msg)
+    try:
+        return cls.from_data(envelope.data)
+    except (KeyError, ValueError, TypeError) as e:
+        msg = f"{envelope.type} v{envelope.schema_version} data is malformed: {e}"
+        raise UnknownSchemaError(msg) from e

@@ -1,0 +1,1 @@
+"""Club's business rules: lessons, enrollments and student profiles, free of I/O."""

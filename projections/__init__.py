@@ -1,0 +1,1 @@
+"""Read models built from published events; the consumer runner commits them."""
