@@ -16,10 +16,12 @@ from uuid import UUID
 import attrs
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
+from eventsourcing.utils import EnvType
 
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
-from application.errors import ContentionError, NotFoundError
+from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from application.ids import enrollment_id_for
+from application.ports import StudentDirectory
 from domain.enrollment import Enrollment
 from domain.errors import EnrollmentCancelledError
 from domain.lesson import Lesson
@@ -49,6 +51,15 @@ def _view(enrollment: Enrollment) -> EnrollmentView:
 class ClubApplication(Application[UUID]):
     name = "Club"  # stored events live in table `club_events`
 
+    def __init__(
+        self,
+        env: EnvType | None = None,
+        *,
+        students: StudentDirectory | None = None,
+    ) -> None:
+        super().__init__(env)
+        self.students = students
+
     def schedule_lesson(self, cmd: ScheduleLesson) -> UUID:
         try:
             return self.get_lesson(cmd.lesson_id).id  # a retried request
@@ -69,6 +80,8 @@ class ClubApplication(Application[UUID]):
     def enroll(self, cmd: EnrollStudent) -> EnrollmentView:
         """Take a seat and confirm the enrollment in one transaction."""
         enrollment_id = enrollment_id_for(cmd.lesson_id, cmd.request_id)
+        if self.students is not None and self.students.get(cmd.student_id) is None:
+            raise UnknownStudentError(cmd.student_id)
         for attempt in range(MAX_ATTEMPTS):
             existing = self._find_enrollment(enrollment_id)
             if existing is not None:

@@ -16,3 +16,13 @@ class NotFoundError(ApplicationError):
 
 class ContentionError(ApplicationError):
     """Too many concurrent writers on one aggregate; the caller may retry."""
+
+
+class UnknownStudentError(ApplicationError):
+    """Enrollment needs a profile first: notifications are sent to its address."""
+
+    def __init__(self, student_id: str) -> None:
+        super().__init__(
+            f"student {student_id} has no profile; PUT /students/{student_id} first"
+        )
+        self.student_id = student_id

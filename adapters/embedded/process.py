@@ -53,6 +53,16 @@ def spawn(
         )
 
 
+def spawn_role(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A role process that shares our terminal and dies with us."""
+    return subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_child_setup(as_nobody=False),  # noqa: PLW1509
+    )
+
+
 def wait_for_port(
     port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float
 ) -> None:

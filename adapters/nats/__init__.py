@@ -1,0 +1,1 @@
+"""NATS JetStream: streams, the outbox relay, the consumer runner, dead letters."""

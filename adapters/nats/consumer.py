@@ -1,0 +1,192 @@
+"""The consumer runner: fetch a batch, apply it in one SQL transaction, then ack.
+
+Per batch one transaction writes the inbox rows `(consumer, event_id, sha256)`, the
+effect of every event seen for the first time, and the stream position. Only after
+that commit are the messages acked, so a crash before it redelivers them and a crash
+after it finds them in the inbox. What cannot be read is copied to `CLUB_DLQ` with its
+reason before it is terminated, so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+
+import attrs
+import sqlalchemy as sa
+import structlog
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from sqlalchemy.dialects.postgresql import insert
+
+from adapters.nats.streams import EVENTS_STREAM, ensure_consumer
+from adapters.postgres.tables import consumer_positions, inbox
+from application.contracts.envelope import Envelope, MalformedEnvelopeError
+from application.contracts.mapping import UnknownSchemaError, decode
+
+log = structlog.get_logger()
+
+Apply = Callable[[sa.Connection, Envelope], None]
+NAK_DELAY_S = 2.0
+
+
+@attrs.frozen
+class Incoming:
+    msg: Msg
+    stream_seq: int
+    digest: bytes
+    envelope: Envelope
+
+
+@attrs.frozen
+class Unreadable:
+    msg: Msg
+    stream_seq: int
+    reason: str
+
+
+@attrs.define
+class BatchOutcome:
+    applied: int = 0
+    duplicates: int = 0
+    dead: list[Unreadable] = attrs.Factory(list)
+
+
+class ConsumerRunner:
+    def __init__(
+        self,
+        *,
+        name: str,
+        apply: Apply,
+        js: JetStreamContext,
+        engine: sa.Engine,
+        batch_size: int = 256,
+        fetch_timeout: float = 1.0,
+    ) -> None:
+        self.name = name
+        self._apply = apply
+        self._js = js
+        self._engine = engine
+        self._batch_size = batch_size
+        self._fetch_timeout = fetch_timeout
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await ensure_consumer(self._js, self.name)
+        sub = await self._js.pull_subscribe_bind(
+            durable=self.name, stream=EVENTS_STREAM
+        )
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(self._batch_size, timeout=self._fetch_timeout)
+            except (NatsTimeoutError, TimeoutError):  # nothing new within the wait
+                continue
+            await self.handle(msgs)
+
+    async def handle(self, msgs: list[Msg]) -> BatchOutcome:
+        read = [_read(msg) for msg in msgs]
+        readable = [item for item in read if isinstance(item, Incoming)]
+        last_seq = max((item.stream_seq for item in read), default=0)
+        try:
+            outcome = await asyncio.to_thread(self._commit, readable, last_seq)
+        except sa.exc.SQLAlchemyError as e:
+            log.warning("consumer.batch_failed", consumer=self.name, error=str(e))
+            for msg in msgs:
+                await msg.nak(delay=NAK_DELAY_S)
+            raise
+        for item in read:
+            if isinstance(item, Unreadable):
+                outcome.dead.append(item)
+                await self._dead_letter(item)
+            else:
+                await item.msg.ack()
+        return outcome
+
+    def _commit(self, batch: list[Incoming], last_seq: int) -> BatchOutcome:
+        outcome = BatchOutcome()
+        with self._engine.begin() as conn:
+            first_seen = _claim(conn, self.name, batch)
+            for item in batch:
+                if first_seen.get(item.envelope.event_id) is not item:
+                    outcome.duplicates += 1
+                    continue
+                self._apply(conn, item.envelope)
+                outcome.applied += 1
+            if last_seq:
+                _advance(conn, self.name, last_seq)
+        return outcome
+
+    async def _dead_letter(self, item: Unreadable) -> None:
+        """Copy the payload first: a terminated message's advisory carries none."""
+        meta = item.msg.metadata
+        headers = dict(item.msg.headers or {})
+        headers.update(
+            {
+                "Club-Original-Subject": item.msg.subject,
+                "Club-Original-Stream-Seq": str(item.stream_seq),
+                "Club-Delivery-Count": str(meta.num_delivered),
+                "Club-Reason": item.reason,
+                "Nats-Msg-Id": f"{self.name}:{item.stream_seq}",
+            }
+        )
+        await self._js.publish(f"club.dlq.{self.name}", item.msg.data, headers=headers)
+        log.error(
+            "consumer.dead_lettered",
+            consumer=self.name,
+            stream_seq=item.stream_seq,
+            reason=item.reason,
+        )
+        await item.msg.term()
+
+
+def _read(msg: Msg) -> Incoming | Unreadable:
+    seq = msg.metadata.sequence.stream
+    try:
+        envelope = Envelope.from_json(msg.subject, msg.data)
+        decode(envelope)
+    except MalformedEnvelopeError as e:
+        return Unreadable(msg, seq, f"malformed: {e}")
+    except UnknownSchemaError as e:
+        return Unreadable(msg, seq, f"unknown-schema: {e}")
+    return Incoming(msg, seq, hashlib.sha256(msg.data).digest(), envelope)
+
+
+def _claim(
+    conn: sa.Connection, consumer: str, items: list[Incoming]
+) -> dict[object, Incoming]:
+    """Insert inbox rows; returns the item that owns each newly seen event id."""
+    first: dict[object, Incoming] = {}
+    for item in items:
+        first.setdefault(item.envelope.event_id, item)
+    if not first:
+        return {}
+    rows = [
+        {
+            "consumer": consumer,
+            "event_id": event_id,
+            "body_sha256": item.digest,
+            "stream_seq": item.stream_seq,
+        }
+        for event_id, item in first.items()
+    ]
+    inserted = conn.execute(
+        insert(inbox).values(rows).on_conflict_do_nothing().returning(inbox.c.event_id)
+    ).scalars()
+    new_ids = set(inserted)
+    return {event_id: item for event_id, item in first.items() if event_id in new_ids}
+
+
+def _advance(conn: sa.Connection, consumer: str, stream_seq: int) -> None:
+    stmt = insert(consumer_positions).values(consumer=consumer, stream_seq=stream_seq)
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[consumer_positions.c.consumer],
+            set_={
+                "stream_seq": sa.func.greatest(
+                    consumer_positions.c.stream_seq, stmt.excluded.stream_seq
+                ),
+                "updated_at": sa.func.now(),
+            },
+        )
+    )

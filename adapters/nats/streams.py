@@ -1,0 +1,69 @@
+"""Stream and consumer definitions (CONTRACT §5), created idempotently."""
+
+from __future__ import annotations
+
+import nats
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import NotFoundError
+
+EVENTS_STREAM = "CLUB_EVENTS"
+EVENTS_SUBJECTS = "club.events.>"
+DLQ_STREAM = "CLUB_DLQ"
+DLQ_SUBJECTS = "club.dlq.>"
+DUPLICATE_WINDOW_S = 120.0
+ACK_WAIT_S = 30.0
+
+STREAMS = (
+    StreamConfig(
+        name=EVENTS_STREAM,
+        subjects=[EVENTS_SUBJECTS],
+        storage=StorageType.FILE,
+        duplicate_window=DUPLICATE_WINDOW_S,
+    ),
+    StreamConfig(
+        name=DLQ_STREAM,
+        subjects=[DLQ_SUBJECTS],
+        storage=StorageType.FILE,
+        duplicate_window=DUPLICATE_WINDOW_S,
+    ),
+)
+
+
+async def connect(url: str, name: str) -> Client:
+    return await nats.connect(
+        servers=[s.strip() for s in url.split(",")],
+        name=name,
+        max_reconnect_attempts=-1,  # a broker restart is waited out, not fatal
+        reconnect_time_wait=0.5,
+        connect_timeout=5,
+    )
+
+
+async def ensure_streams(js: JetStreamContext) -> None:
+    for config in STREAMS:
+        try:
+            await js.stream_info(str(config.name))
+            await js.update_stream(config)
+        except NotFoundError:
+            await js.add_stream(config)
+
+
+async def ensure_consumer(js: JetStreamContext, durable: str) -> None:
+    """A durable pull consumer over every event, acked one by one after commit."""
+    config = ConsumerConfig(
+        durable_name=durable,
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        filter_subject=EVENTS_SUBJECTS,
+        ack_wait=ACK_WAIT_S,
+        max_ack_pending=10_000,
+    )
+    await js.add_consumer(EVENTS_STREAM, config)

@@ -1,0 +1,1 @@
+"""How Club is started: HTTP, command line, and the one composition root."""

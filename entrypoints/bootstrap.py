@@ -1,0 +1,69 @@
+"""The only composition root: settings in, wired objects out. No import-time work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import sqlalchemy as sa
+from nats.js import JetStreamContext
+
+from adapters.nats.streams import ensure_consumer, ensure_streams
+from adapters.postgres import tables
+from adapters.postgres.database import create_engine, eventsourcing_env
+from adapters.postgres.idempotency import IdempotencyStore
+from adapters.postgres.students import SqlStudentDirectory
+from application.club import ClubApplication
+from application.contracts.envelope import Envelope
+from projections import statistics
+
+MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time
+
+# Projection name -> (its tables, its apply function) for the consumer runner.
+PROJECTIONS: dict[
+    str, tuple[sa.MetaData, Callable[[sa.Connection, Envelope], None]]
+] = {
+    statistics.NAME: (statistics.metadata, statistics.apply),
+}
+
+
+@attrs.define
+class Container:
+    app: ClubApplication
+    engine: sa.Engine
+    students: SqlStudentDirectory
+    idempotency: IdempotencyStore
+
+    def close(self) -> None:
+        self.app.close()
+        self.engine.dispose()
+
+
+def build(database_url: str, *, pool_size: int = 10) -> Container:
+    engine = create_engine(database_url, pool_size=pool_size)
+    students = SqlStudentDirectory(engine)
+    app = ClubApplication(env=eventsourcing_env(database_url), students=students)
+    return Container(
+        app=app, engine=engine, students=students, idempotency=IdempotencyStore(engine)
+    )
+
+
+def migrate_database(database_url: str) -> None:
+    """Create the event store and every SQL table; safe to run again, or at once."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
+            env = eventsourcing_env(database_url) | {"CREATE_TABLE": "y"}
+            ClubApplication(env=env).close()
+            tables.metadata.create_all(conn)
+            for metadata, _ in PROJECTIONS.values():
+                metadata.create_all(conn)
+    finally:
+        engine.dispose()
+
+
+async def migrate_broker(js: JetStreamContext) -> None:
+    await ensure_streams(js)
+    for name in PROJECTIONS:
+        await ensure_consumer(js, name)

@@ -1,0 +1,78 @@
+"""Problem details (RFC 9457) for every error the API can give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventsourcing.persistence import InterfaceError, OperationalError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+from application.errors import ContentionError, NotFoundError, UnknownStudentError
+from domain.errors import (
+    AlreadyEnrolledError,
+    InvalidLessonError,
+    InvalidStudentProfileError,
+    LessonFullError,
+)
+
+MEDIA_TYPE = "application/problem+json"
+RETRY_AFTER_S = "2"
+
+
+def problem(
+    status: int,
+    slug: str | None,
+    title: str,
+    detail: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extensions: Any,
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": f"/problems/{slug}" if slug else "about:blank",
+        "title": title,
+        "status": status,
+    }
+    if detail:
+        body["detail"] = detail
+    body.update(extensions)
+    return JSONResponse(
+        body, status_code=status, media_type=MEDIA_TYPE, headers=headers
+    )
+
+
+# Error class -> (status, slug, title). The first matching class wins.
+KNOWN: list[tuple[type[BaseException], int, str, str]] = [
+    (LessonFullError, 409, "lesson-full", "The lesson is full"),
+    (AlreadyEnrolledError, 409, "already-enrolled", "Already enrolled"),
+    (InvalidLessonError, 422, "invalid-lesson", "The lesson is not valid"),
+    (InvalidStudentProfileError, 422, "invalid-student", "The student is not valid"),
+    (UnknownStudentError, 422, "unknown-student", "The student has no profile"),
+    (NotFoundError, 404, "not-found", "Not found"),
+]
+
+# Failures that pass: the client should retry the same request, same key.
+TRANSIENT: tuple[type[BaseException], ...] = (
+    ContentionError,
+    OperationalError,
+    InterfaceError,
+    DBAPIError,
+    PoolTimeoutError,
+)
+
+
+def problem_for(error: BaseException) -> JSONResponse | None:
+    """The answer for a known error, or None for a bug (which is a 500)."""
+    for cls, status, slug, title in KNOWN:
+        if isinstance(error, cls):
+            return problem(status, slug, title, str(error))
+    if isinstance(error, TRANSIENT):
+        return problem(
+            503,
+            "temporarily-unavailable",
+            "Temporarily unavailable",
+            "the database is busy or unreachable; retry with the same Idempotency-Key",
+            headers={"Retry-After": RETRY_AFTER_S},
+        )
+    return None
