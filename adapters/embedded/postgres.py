@@ -12,7 +12,10 @@ import importlib.util
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
+
+import psycopg
 
 from adapters.embedded.process import (
     NOBODY,
@@ -73,7 +76,21 @@ class EmbeddedPostgres:
                 argv += ["-c", setting]
         self._proc = spawn(argv, log=self.log, as_nobody=as_nobody)
         wait_for_port(self.port, self._proc, self.log, timeout)
+        self._wait_until_accepting(timeout)
         return self.url
+
+    def _wait_until_accepting(self, timeout: float) -> None:
+        """A listening port may still answer "the database system is starting up"."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=2).close()
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+            else:
+                return
 
     def _initdb(self, *, as_nobody: bool) -> None:
         argv = [str(_binaries() / "initdb"), "-D", str(self.pgdata), "-U", "postgres"]

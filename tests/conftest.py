@@ -1,0 +1,58 @@
+"""Fixtures: one PostgreSQL per session, a database and a NATS server per module."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from adapters.embedded.nats import EmbeddedNats
+from adapters.nats.streams import connect
+from entrypoints import bootstrap
+from tests import servers
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    with servers.postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def database_url(postgres_server_url: str) -> Iterator[str]:
+    with servers.fresh_database(postgres_server_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def nats() -> Iterator[tuple[str, EmbeddedNats | None]]:
+    with servers.nats_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def nats_url(nats: tuple[str, EmbeddedNats | None]) -> str:
+    return nats[0]
+
+
+@pytest.fixture(scope="module")
+def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
+    bootstrap.migrate_database(database_url)
+
+    async def broker() -> None:
+        nc = await connect(nats_url, name="club-test-migrate")
+        try:
+            await bootstrap.migrate_broker(nc.jetstream())
+        finally:
+            await nc.close()
+
+    asyncio.run(broker())
+    return database_url, nats_url
+
+
+@pytest.fixture(scope="module")
+def container(migrated: tuple[str, str]) -> Iterator[bootstrap.Container]:
+    c = bootstrap.build(migrated[0], pool_size=5)
+    yield c
+    c.close()

@@ -1,0 +1,118 @@
+"""The published language: stored examples, round trips, the mapping table."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from uuid import uuid4
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from application.contracts.envelope import Envelope
+from application.contracts.events import KNOWN
+from application.contracts.mapping import UnknownSchemaError, decode, to_envelope
+from application.ids import event_id
+from domain.enrollment import Enrollment
+from domain.lesson import Lesson
+
+EXAMPLES = Path(__file__).parent / "examples"
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*/v*.json"))
+SUBJECT_OF = {"LessonScheduled": "lesson", "EnrollmentConfirmed": "enrollment",
+              "EnrollmentCancelled": "enrollment"}  # fmt: skip
+
+
+def load(path: Path) -> Envelope:
+    subject = f"club.events.{SUBJECT_OF[path.parent.name]}.{path.parent.name}"
+    return Envelope.from_json(subject, path.read_bytes())
+
+
+def test_every_published_version_has_a_stored_example() -> None:
+    stored = {(p.parent.name, int(p.stem[1:])) for p in EXAMPLE_FILES}
+    assert stored == set(KNOWN)
+
+
+@pytest.mark.parametrize(
+    "path", EXAMPLE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_every_stored_example_decodes_with_exactly_its_fields(path: Path) -> None:
+    envelope = load(path)
+    event = decode(envelope)
+    assert (path.parent.name, int(path.stem[1:])) == (event.TYPE, event.VERSION)
+    assert event.to_data() == json.loads(path.read_text())["data"]
+
+
+def test_an_unknown_version_is_refused_not_guessed() -> None:
+    envelope = attrs.evolve(load(EXAMPLE_FILES[0]), schema_version=99)
+    with pytest.raises(UnknownSchemaError):
+        decode(envelope)
+
+
+aware = st.datetimes(timezones=st.just(UTC))
+
+
+@given(
+    title=st.text(min_size=1, max_size=50).filter(str.strip),
+    capacity=st.integers(1, 10_000),
+    starts_at=aware,
+    price=st.integers(0, 10**7),
+)
+def test_lesson_scheduled_envelope_round_trips(
+    title, capacity, starts_at, price
+) -> None:
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(), title=title, capacity=capacity, starts_at=starts_at,
+        price_cents=price,
+    )  # fmt: skip
+    [scheduled] = lesson.collect_events()
+    envelope = to_envelope(scheduled)
+    assert envelope is not None
+    again = Envelope.from_json(envelope.subject, envelope.to_json())
+    assert again == envelope
+    assert decode(again).to_data() == envelope.data
+
+
+def test_envelope_carries_ids_only_and_a_stable_event_id() -> None:
+    enrollment = Enrollment.confirm(
+        enrollment_id=uuid4(), lesson_id=uuid4(), student_id="s-1", request_id="k"
+    )
+    [confirmed] = enrollment.collect_events()
+    envelope = to_envelope(confirmed)
+    assert envelope is not None
+    assert envelope.subject == "club.events.enrollment.EnrollmentConfirmed"
+    assert envelope.event_id == event_id(enrollment.id, 1)
+    assert set(envelope.data) == {"enrollment_id", "lesson_id", "student_id"}
+    body = json.loads(envelope.to_json())
+    assert set(body) == {"event_id", "type", "schema_version", "aggregate_id",
+                         "aggregate_version", "occurred_at", "data"}  # fmt: skip
+    assert body["occurred_at"].endswith("Z")
+    assert datetime.fromisoformat(body["occurred_at"]).tzinfo is not None
+
+
+def test_seat_bookkeeping_stays_internal() -> None:
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(), title="Yoga", capacity=1,
+        starts_at=datetime(2026, 12, 1, tzinfo=UTC), price_cents=0,
+    )  # fmt: skip
+    lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+    _, seat_taken = lesson.collect_events()
+    assert to_envelope(seat_taken) is None
+
+
+def test_stored_topics_are_pinned() -> None:
+    """Stored events name their classes; a silent rename would orphan them."""
+    topics = {
+        f"{cls.__module__}:{cls.__qualname__}"
+        for cls in (Lesson.Scheduled, Lesson.SeatTaken, Lesson.SeatReleased,
+                    Enrollment.Confirmed, Enrollment.Cancelled)
+    }  # fmt: skip
+    assert topics == {
+        "domain.lesson:Lesson.Scheduled",
+        "domain.lesson:Lesson.SeatTaken",
+        "domain.lesson:Lesson.SeatReleased",
+        "domain.enrollment:Enrollment.Confirmed",
+        "domain.enrollment:Enrollment.Cancelled",
+    }

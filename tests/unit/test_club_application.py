@@ -1,0 +1,108 @@
+"""The Club application on the in-memory (POPO) event store."""
+
+from datetime import UTC, datetime
+from uuid import uuid4
+
+import pytest
+
+from adapters.postgres.database import eventsourcing_env
+from application.club import ClubApplication
+from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
+from application.errors import NotFoundError, UnknownStudentError
+from domain.errors import LessonFullError
+from domain.lesson import Lesson
+from domain.student import StudentProfile
+from entrypoints.bootstrap import migrate_database
+
+
+class MemoryStudents:
+    def __init__(self) -> None:
+        self.profiles: dict[str, StudentProfile] = {}
+
+    def save(self, profile: StudentProfile) -> None:
+        self.profiles[profile.student_id] = profile
+
+    def get(self, student_id: str) -> StudentProfile | None:
+        return self.profiles.get(student_id)
+
+
+@pytest.fixture(params=["popo", "postgres"])
+def app(request: pytest.FixtureRequest) -> ClubApplication:
+    """The same use cases in memory and on PostgreSQL."""
+    students = MemoryStudents()
+    for n in range(5):
+        students.save(
+            StudentProfile.create(student_id=f"s-{n}", email="a@b.org", name="A")
+        )
+    if request.param == "popo":
+        return ClubApplication(students=students)
+    url = request.getfixturevalue("database_url")
+    migrate_database(url)
+    return ClubApplication(env=eventsourcing_env(url), students=students)
+
+
+def schedule(app: ClubApplication, capacity: int = 2) -> Lesson:
+    lesson_id = app.schedule_lesson(
+        ScheduleLesson(
+            lesson_id=uuid4(),
+            title="Yoga",
+            capacity=capacity,
+            starts_at=datetime(2026, 12, 1, tzinfo=UTC),
+            price_cents=0,
+        )
+    )
+    return app.get_lesson(lesson_id)
+
+
+def test_enroll_saves_seat_and_enrollment_in_one_notification_batch(app) -> None:
+    lesson = schedule(app)
+    before = app.recorder.max_notification_id() or 0
+    view = app.enroll(
+        EnrollStudent(lesson_id=lesson.id, student_id="s-1", request_id="k")
+    )
+    topics = [n.topic for n in app.notification_log.select(start=before + 1, limit=10)]
+    assert topics == [
+        "domain.lesson:Lesson.SeatTaken",
+        "domain.enrollment:Enrollment.Confirmed",
+    ]
+    assert app.get_lesson(lesson.id).seats_taken == 1
+    assert view.status == "confirmed"
+
+
+def test_a_retried_request_finds_its_own_enrollment(app) -> None:
+    lesson = schedule(app, capacity=1)
+    cmd = EnrollStudent(lesson_id=lesson.id, student_id="s-1", request_id="k")
+    first = app.enroll(cmd)
+    again = app.enroll(cmd)  # the reply was lost; the lesson is now full
+    assert again == first
+    assert app.get_lesson(lesson.id).seats_taken == 1
+
+
+def test_enroll_in_a_full_lesson_is_refused(app) -> None:
+    lesson = schedule(app, capacity=1)
+    app.enroll(EnrollStudent(lesson_id=lesson.id, student_id="s-1", request_id="a"))
+    with pytest.raises(LessonFullError):
+        app.enroll(EnrollStudent(lesson_id=lesson.id, student_id="s-2", request_id="b"))
+
+
+def test_enroll_needs_a_profile_and_a_lesson(app) -> None:
+    lesson = schedule(app)
+    with pytest.raises(UnknownStudentError):
+        app.enroll(
+            EnrollStudent(lesson_id=lesson.id, student_id="nobody", request_id="a")
+        )
+    with pytest.raises(NotFoundError):
+        app.enroll(EnrollStudent(lesson_id=uuid4(), student_id="s-1", request_id="a"))
+
+
+def test_cancel_releases_the_seat_and_repeats_harmlessly(app) -> None:
+    lesson = schedule(app, capacity=1)
+    view = app.enroll(
+        EnrollStudent(lesson_id=lesson.id, student_id="s-1", request_id="a")
+    )
+    cmd = CancelEnrollment(enrollment_id=view.enrollment_id)
+    assert app.cancel_enrollment(cmd).status == "cancelled"
+    version = app.get_enrollment(view.enrollment_id).version
+    assert app.cancel_enrollment(cmd).status == "cancelled"
+    assert app.get_enrollment(view.enrollment_id).version == version
+    assert app.get_lesson(lesson.id).seats_taken == 0

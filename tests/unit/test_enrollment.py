@@ -1,0 +1,67 @@
+"""The Enrollment aggregate and the student profile rules."""
+
+from uuid import uuid4
+
+import pytest
+
+from domain.enrollment import Enrollment
+from domain.errors import EnrollmentCancelledError, InvalidStudentProfileError
+from domain.student import StudentProfile
+
+LESSON = uuid4()
+
+
+def confirmed() -> Enrollment:
+    enrollment = Enrollment.confirm(
+        enrollment_id=uuid4(), lesson_id=LESSON, student_id="s-1", request_id="key-1"
+    )
+    enrollment.collect_events()
+    return enrollment
+
+
+def test_confirm_records_confirmed_with_the_request_id() -> None:
+    enrollment = Enrollment.confirm(
+        enrollment_id=uuid4(), lesson_id=LESSON, student_id="s-1", request_id="key-1"
+    )
+    [event] = enrollment.collect_events()
+    assert isinstance(event, Enrollment.Confirmed)
+    assert (event.lesson_id, event.student_id, event.request_id) == (
+        LESSON, "s-1", "key-1",
+    )  # fmt: skip
+    assert enrollment.status == "confirmed"
+
+
+def test_cancel_records_cancelled_with_reason() -> None:
+    enrollment = confirmed()  # given
+    enrollment.cancel(reason="schedule clash")  # when
+    [cancelled] = enrollment.collect_events()  # then: one new fact
+    assert isinstance(cancelled, Enrollment.Cancelled)
+    assert cancelled.reason == "schedule clash"
+    assert (cancelled.lesson_id, cancelled.student_id) == (LESSON, "s-1")
+    assert enrollment.status == "cancelled"
+
+
+def test_cancelling_twice_is_refused() -> None:
+    enrollment = confirmed()
+    enrollment.cancel(reason="first")
+    with pytest.raises(EnrollmentCancelledError):
+        enrollment.cancel(reason="second")
+
+
+def test_profile_trims_and_keeps_a_valid_address() -> None:
+    profile = StudentProfile.create(student_id="s-1", email=" a@b.org ", name=" Ann ")
+    assert (profile.email, profile.name) == ("a@b.org", "Ann")
+
+
+@pytest.mark.parametrize(
+    ("student_id", "email", "name"),
+    [
+        ("s 1", "a@b.org", "Ann"),
+        ("", "a@b.org", "Ann"),
+        ("s-1", "not-an-address", "Ann"),
+        ("s-1", "a@b.org", ""),
+    ],
+)
+def test_profile_refuses_malformed_fields(student_id, email, name) -> None:
+    with pytest.raises(InvalidStudentProfileError):
+        StudentProfile.create(student_id=student_id, email=email, name=name)

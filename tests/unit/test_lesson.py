@@ -1,0 +1,132 @@
+"""The Lesson aggregate: given events, when a command, then new facts or an error."""
+
+from datetime import UTC, datetime
+from uuid import uuid4
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from domain.errors import AlreadyEnrolledError, InvalidLessonError, LessonFullError
+from domain.lesson import Lesson
+
+STARTS = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+
+
+def scheduled(capacity: int = 2) -> Lesson:
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(),
+        title="Yoga",
+        capacity=capacity,
+        starts_at=STARTS,
+        price_cents=0,
+    )
+    lesson.collect_events()
+    return lesson
+
+
+def test_schedule_records_scheduled_with_its_facts() -> None:
+    lesson_id = uuid4()
+    lesson = Lesson.schedule(
+        lesson_id=lesson_id,
+        title=" Yoga ",
+        capacity=3,
+        starts_at=STARTS,
+        price_cents=500,
+    )
+    [event] = lesson.collect_events()
+    assert isinstance(event, Lesson.Scheduled)
+    assert (event.originator_id, event.title, event.capacity) == (lesson_id, "Yoga", 3)
+    assert event.starts_at == STARTS
+    assert event.price_cents == 500
+
+
+@pytest.mark.parametrize(
+    ("title", "capacity", "starts_at", "price"),
+    [
+        ("", 1, STARTS, 0),
+        ("x" * 201, 1, STARTS, 0),
+        ("Yoga", 0, STARTS, 0),
+        ("Yoga", 10_001, STARTS, 0),
+        ("Yoga", 1, datetime(2026, 12, 1, 10, 0), 0),  # noqa: DTZ001 - naive on purpose
+        ("Yoga", 1, STARTS, -1),
+    ],
+)
+def test_schedule_refuses_out_of_bounds(title, capacity, starts_at, price) -> None:
+    with pytest.raises(InvalidLessonError):
+        Lesson.schedule(
+            lesson_id=uuid4(), title=title, capacity=capacity, starts_at=starts_at,
+            price_cents=price,
+        )  # fmt: skip
+
+
+def test_take_seat_records_seat_taken() -> None:
+    lesson = scheduled()
+    enrollment_id = uuid4()
+    lesson.take_seat(enrollment_id=enrollment_id, student_id="s-1")
+    [event] = lesson.collect_events()
+    assert isinstance(event, Lesson.SeatTaken)
+    assert (event.enrollment_id, event.student_id) == (enrollment_id, "s-1")
+    assert lesson.seats_taken == 1
+
+
+def test_full_lesson_refuses_another_seat_and_records_nothing() -> None:
+    lesson = scheduled(capacity=1)
+    lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+    lesson.collect_events()
+    with pytest.raises(LessonFullError):
+        lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    assert lesson.collect_events() == []
+    assert lesson.seats_taken == 1
+
+
+def test_a_student_holds_at_most_one_seat() -> None:
+    lesson = scheduled()
+    lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+    with pytest.raises(AlreadyEnrolledError):
+        lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+
+
+def test_release_frees_the_seat_for_someone_else() -> None:
+    lesson = scheduled(capacity=1)
+    first = uuid4()
+    lesson.take_seat(enrollment_id=first, student_id="s-1")
+    lesson.release_seat(enrollment_id=first)
+    lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    assert lesson.seats_taken == 1
+
+
+def test_releasing_an_unknown_seat_records_nothing() -> None:
+    lesson = scheduled()
+    lesson.release_seat(enrollment_id=uuid4())
+    assert lesson.collect_events() == []
+
+
+@given(
+    capacity=st.integers(1, 5),
+    commands=st.lists(st.tuples(st.booleans(), st.integers(0, 7)), max_size=40),
+)
+def test_seats_never_exceed_capacity_and_replay_equals_live(capacity, commands) -> None:
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(),
+        title="Yoga",
+        capacity=capacity,
+        starts_at=STARTS,
+        price_cents=0,
+    )
+    held: dict[int, object] = {}
+    for take, student in commands:
+        if take:
+            enrollment_id = uuid4()
+            try:
+                lesson.take_seat(enrollment_id=enrollment_id, student_id=f"s-{student}")
+                held[student] = enrollment_id
+            except (LessonFullError, AlreadyEnrolledError):
+                pass
+        elif student in held:
+            lesson.release_seat(enrollment_id=held.pop(student))  # type: ignore[arg-type]
+        assert lesson.seats_taken <= capacity
+    replayed = None
+    for event in lesson.collect_events():
+        replayed = event.mutate(replayed)
+    assert vars(replayed) == vars(lesson)
