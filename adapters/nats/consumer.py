@@ -21,7 +21,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from sqlalchemy.dialects.postgresql import insert
 
-from adapters.nats.streams import EVENTS_STREAM, ensure_consumer
+from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, ensure_consumer
 from adapters.postgres.tables import consumer_positions, inbox
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.mapping import UnknownSchemaError, decode
@@ -64,6 +64,7 @@ class ConsumerRunner:
         engine: sa.Engine,
         batch_size: int = 256,
         fetch_timeout: float = 1.0,
+        ack_wait: float = ACK_WAIT_S,
     ) -> None:
         self.name = name
         self._apply = apply
@@ -71,18 +72,23 @@ class ConsumerRunner:
         self._engine = engine
         self._batch_size = batch_size
         self._fetch_timeout = fetch_timeout
+        self._ack_wait = ack_wait
 
     async def run(self, stop: asyncio.Event) -> None:
-        await ensure_consumer(self._js, self.name)
+        await ensure_consumer(self._js, self.name, ack_wait=self._ack_wait)
         sub = await self._js.pull_subscribe_bind(
             durable=self.name, stream=EVENTS_STREAM
         )
         while not stop.is_set():
-            try:
-                msgs = await sub.fetch(self._batch_size, timeout=self._fetch_timeout)
-            except (NatsTimeoutError, TimeoutError):  # nothing new within the wait
-                continue
-            await self.handle(msgs)
+            await self.poll(sub)
+
+    async def poll(self, sub: JetStreamContext.PullSubscription) -> BatchOutcome:
+        """Fetch one batch and handle it; an empty wait is an empty outcome."""
+        try:
+            msgs = await sub.fetch(self._batch_size, timeout=self._fetch_timeout)
+        except (NatsTimeoutError, TimeoutError):  # nothing new within the wait
+            return BatchOutcome()
+        return await self.handle(msgs)
 
     async def handle(self, msgs: list[Msg]) -> BatchOutcome:
         read = [_read(msg) for msg in msgs]
@@ -100,8 +106,11 @@ class ConsumerRunner:
                 outcome.dead.append(item)
                 await self._dead_letter(item)
             else:
-                await item.msg.ack()
+                await self._acknowledge(item.msg)
         return outcome
+
+    async def _acknowledge(self, msg: Msg) -> None:
+        await msg.ack()
 
     def _commit(self, batch: list[Incoming], last_seq: int) -> BatchOutcome:
         outcome = BatchOutcome()

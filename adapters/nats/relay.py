@@ -53,10 +53,9 @@ class Relay:
         self._puback_timeout = puback_timeout
         self._idle_poll = idle_poll
         self._woken = asyncio.Event()
-        self.position = 0
+        self.position = -1  # not loaded yet
 
     async def run(self, stop: asyncio.Event) -> None:
-        self.position = await asyncio.to_thread(self._load_position)
         listener = asyncio.create_task(self._listen(stop))
         try:
             while not stop.is_set():
@@ -71,6 +70,8 @@ class Relay:
     async def relay_once(self) -> int:
         """Publish the next batch; returns how many notifications it consumed."""
         self._woken.clear()
+        if self.position < 0:
+            self.position = await asyncio.to_thread(self._load_position)
         notifications = await asyncio.to_thread(self._read_batch)
         if not notifications:
             return 0

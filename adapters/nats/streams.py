@@ -56,14 +56,16 @@ async def ensure_streams(js: JetStreamContext) -> None:
             await js.add_stream(config)
 
 
-async def ensure_consumer(js: JetStreamContext, durable: str) -> None:
+async def ensure_consumer(
+    js: JetStreamContext, durable: str, *, ack_wait: float = ACK_WAIT_S
+) -> None:
     """A durable pull consumer over every event, acked one by one after commit."""
     config = ConsumerConfig(
         durable_name=durable,
         ack_policy=AckPolicy.EXPLICIT,
         deliver_policy=DeliverPolicy.ALL,
         filter_subject=EVENTS_SUBJECTS,
-        ack_wait=ACK_WAIT_S,
+        ack_wait=ack_wait,
         max_ack_pending=10_000,
     )
     await js.add_consumer(EVENTS_STREAM, config)

@@ -1,0 +1,169 @@
+"""The consumer runner and the statistics projection on real servers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from uuid import uuid4
+
+import sqlalchemy as sa
+
+from adapters.nats.consumer import ConsumerRunner
+from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, ensure_consumer
+from adapters.postgres.tables import inbox
+from projections import statistics
+from tests.integration.helpers import (
+    lesson_with_enrollments,
+    make_relay,
+    relay_all,
+    run,
+    stream_messages,
+    with_js,
+)
+
+
+class CrashBeforeAck(ConsumerRunner):
+    """Commits like the real runner, then 'dies' before acking."""
+
+    async def _acknowledge(self, msg) -> None:
+        return None
+
+
+def counts(container, lesson_id) -> tuple[int, int]:
+    with container.engine.connect() as conn:
+        row = conn.execute(
+            sa.select(
+                statistics.lessons.c.confirmed, statistics.lessons.c.cancelled
+            ).where(statistics.lessons.c.lesson_id == lesson_id)
+        ).one()
+    return row.confirmed, row.cancelled
+
+
+async def drain(runner: ConsumerRunner, sub, rounds: int = 5) -> list:
+    outcomes = []
+    for _ in range(rounds):
+        outcome = await runner.poll(sub)
+        outcomes.append(outcome)
+        if not (outcome.applied or outcome.duplicates or outcome.dead):
+            break
+    return outcomes
+
+
+def test_statistics_follow_the_events(container, migrated) -> None:
+    database_url, nats_url = migrated
+    lesson_id = lesson_with_enrollments(container, 3)
+
+    async def body(js, _):
+        await relay_all(make_relay(container, js, database_url))
+        runner = ConsumerRunner(
+            name="statistics", apply=statistics.apply, js=js, engine=container.engine,
+            fetch_timeout=0.5,
+        )  # fmt: skip
+        sub = await js.pull_subscribe_bind(durable="statistics", stream=EVENTS_STREAM)
+        await drain(runner, sub)
+
+    run(with_js(nats_url, body))
+    assert counts(container, lesson_id) == (3, 0)
+
+
+def test_a_redelivered_event_changes_nothing(container, migrated) -> None:
+    database_url, nats_url = migrated
+    name = f"redelivery-{uuid4().hex[:6]}"
+    lesson_id = lesson_with_enrollments(container, 2)
+
+    async def body(js, _):
+        await relay_all(make_relay(container, js, database_url))
+        await ensure_consumer(js, name, ack_wait=1.0)
+        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        crashing = CrashBeforeAck(
+            name=name, apply=statistics.apply, js=js, engine=container.engine,
+            fetch_timeout=0.5,
+        )  # fmt: skip
+        first = await crashing.poll(sub)
+        before = counts(container, lesson_id)
+        await asyncio.sleep(1.5)  # the broker gives up on the ack and redelivers
+        runner = ConsumerRunner(
+            name=name, apply=statistics.apply, js=js, engine=container.engine,
+            fetch_timeout=0.5,
+        )  # fmt: skip
+        second = await runner.poll(sub)
+        return first, before, second
+
+    first, before, second = run(with_js(nats_url, body))
+    assert first.applied > 0
+    assert second.applied == 0
+    assert second.duplicates == first.applied
+    # Two deliveries and one change: the expected outcome, not a failure.
+    assert counts(container, lesson_id) == before
+
+
+def test_a_republish_with_a_new_msg_id_changes_no_counter(container, migrated) -> None:
+    database_url, nats_url = migrated
+    name = f"republish-{uuid4().hex[:6]}"
+    lesson_id = lesson_with_enrollments(container, 1)
+
+    async def body(js, _):
+        await relay_all(make_relay(container, js, database_url))
+        await ensure_consumer(js, name)
+        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        runner = ConsumerRunner(
+            name=name, apply=statistics.apply, js=js, engine=container.engine,
+            fetch_timeout=0.5,
+        )  # fmt: skip
+        await drain(runner, sub)
+        before = counts(container, lesson_id)
+        originals = await stream_messages(js)
+        for msg in originals:  # e.g. `relay rewind` after the broker lost data
+            headers = dict(msg.headers) | {"Nats-Msg-Id": f"again-{uuid4()}"}
+            await js.publish(msg.subject, msg.data, headers=headers)
+        outcomes = await drain(runner, sub)
+        return before, outcomes, len(originals)
+
+    before, outcomes, published = run(with_js(nats_url, body))
+    assert sum(o.duplicates for o in outcomes) > 0
+    assert sum(o.applied for o in outcomes) == 0
+    assert counts(container, lesson_id) == before
+    with container.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(inbox)
+            .where(inbox.c.consumer == name)
+        ).scalar_one()
+    assert rows == published  # one inbox row per event, however often delivered
+
+
+def test_an_unknown_schema_version_is_dead_lettered_and_the_consumer_goes_on(
+    container, migrated
+) -> None:
+    database_url, nats_url = migrated
+    name = f"unknown-{uuid4().hex[:6]}"
+
+    async def body(js, _):
+        await relay_all(make_relay(container, js, database_url))
+        await ensure_consumer(js, name)
+        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        runner = ConsumerRunner(
+            name=name, apply=statistics.apply, js=js, engine=container.engine,
+            fetch_timeout=0.5,
+        )  # fmt: skip
+        await drain(runner, sub)
+        [template] = (await stream_messages(js))[-1:]
+        future = json.loads(template.data) | {
+            "schema_version": 99,
+            "event_id": str(uuid4()),
+        }
+        await js.publish(
+            template.subject, json.dumps(future).encode(),
+            headers={"Nats-Msg-Id": future["event_id"]},
+        )  # fmt: skip
+        lesson_id = lesson_with_enrollments(container, 1)
+        await relay_all(make_relay(container, js, database_url))
+        outcomes = await drain(runner, sub)
+        dlq = await js.get_last_msg(DLQ_STREAM, f"club.dlq.{name}")
+        return lesson_id, outcomes, dlq
+
+    lesson_id, outcomes, dlq = run(with_js(nats_url, body))
+    assert sum(len(o.dead) for o in outcomes) == 1
+    assert dlq.headers["Club-Reason"].startswith("unknown-schema")
+    assert json.loads(dlq.data)["schema_version"] == 99
+    assert counts(container, lesson_id) == (1, 0)  # the next event was still applied
