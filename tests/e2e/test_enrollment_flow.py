@@ -1,0 +1,196 @@
+"""From POST /lessons/{id}/enrollments to /statistics, through every real process."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from uuid import uuid4
+
+import httpx
+import pytest
+
+from tests.e2e.stack import eventually
+
+
+def student(api: str) -> str:
+    student_id = f"s-{uuid4().hex[:10]}"
+    response = httpx.put(
+        f"{api}/students/{student_id}", json={"email": "ann@example.org", "name": "Ann"}
+    )
+    assert response.status_code == 200
+    return student_id
+
+
+def lesson(api: str, capacity: int) -> str:
+    response = httpx.post(
+        f"{api}/lessons",
+        json={
+            "title": "Yoga",
+            "capacity": capacity,
+            "starts_at": "2026-12-01T10:00:00Z",
+        },
+    )
+    assert response.status_code == 201, response.text
+    assert response.headers["location"] == f"/lessons/{response.json()['lesson_id']}"
+    return response.json()["lesson_id"]
+
+
+def enroll(api: str, lesson_id: str, student_id: str, key: str | None = None):
+    return httpx.post(
+        f"{api}/lessons/{lesson_id}/enrollments",
+        json={"student_id": student_id},
+        headers={"Idempotency-Key": key or str(uuid4())},
+        timeout=30,
+    )
+
+
+def lesson_stats(api: str, lesson_id: str) -> dict | None:
+    body = httpx.get(f"{api}/statistics").json()
+    return next((row for row in body["lessons"] if row["lesson_id"] == lesson_id), None)
+
+
+def test_an_enrollment_reaches_the_statistics(api) -> None:
+    lesson_id = lesson(api, capacity=3)
+    response = enroll(api, lesson_id, student(api))
+    assert response.status_code == 201
+    assert response.json()["status"] == "confirmed"
+    enrollment_id = response.json()["enrollment_id"]
+    assert (
+        httpx.get(f"{api}/enrollments/{enrollment_id}").json()["status"] == "confirmed"
+    )
+    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
+
+    row = eventually(
+        lambda: (
+            (r := lesson_stats(api, lesson_id))
+            and r["enrollments_confirmed"] == 1
+            and r
+        )
+    )
+    assert row["active_enrollments"] == 1
+    assert httpx.get(f"{api}/statistics").json()["position"] > 0
+
+    cancel = httpx.post(f"{api}/enrollments/{enrollment_id}/cancel")
+    assert cancel.status_code == 200
+    assert cancel.json()["status"] == "cancelled"
+    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 0
+    eventually(
+        lambda: (r := lesson_stats(api, lesson_id)) and r["enrollments_cancelled"] == 1
+    )
+
+
+def test_forty_students_race_for_five_seats(api) -> None:
+    lesson_id = lesson(api, capacity=5)
+    students = [student(api) for _ in range(40)]
+    with ThreadPoolExecutor(40) as pool:
+        responses = list(pool.map(lambda s: enroll(api, lesson_id, s), students))
+    codes = sorted(r.status_code for r in responses)
+    assert codes == [201] * 5 + [409] * 35
+    for refused in (r for r in responses if r.status_code == 409):
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.json()["type"] == "/problems/lesson-full"
+    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 5
+    eventually(
+        lambda: (r := lesson_stats(api, lesson_id)) and r["enrollments_confirmed"] == 5
+    )
+
+
+def test_the_same_key_replays_the_first_answer(api) -> None:
+    lesson_id = lesson(api, capacity=1)
+    student_id = student(api)
+    first = enroll(api, lesson_id, student_id, key="key-replay")
+    again = enroll(api, lesson_id, student_id, key="key-replay")
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again.headers["location"] == first.headers["location"]
+    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
+
+
+def test_the_same_key_with_another_body_is_422(api) -> None:
+    lesson_id = lesson(api, capacity=2)
+    enroll(api, lesson_id, student(api), key="key-mismatch")
+    other = enroll(api, lesson_id, student(api), key="key-mismatch")
+    assert other.status_code == 422
+    assert other.json()["type"] == "/problems/idempotency-key-reused"
+
+
+def test_the_same_key_in_flight_is_409(api, container) -> None:
+    lesson_id = lesson(api, capacity=2)
+    student_id = student(api)
+    body = {"student_id": student_id}
+    # Claim the key as a first request that is still running would.
+    path = f"/lessons/{lesson_id}/enrollments"
+    fingerprint = hashlib.sha256(
+        json.dumps([path, body], sort_keys=True).encode()
+    ).hexdigest()
+    container.idempotency.begin(
+        "POST /lessons/{lesson_id}/enrollments", "key-inflight", fingerprint
+    )
+    response = enroll(api, lesson_id, student_id, key="key-inflight")
+    assert response.status_code == 409
+    assert response.json()["type"] == "/problems/request-in-flight"
+    assert response.headers["retry-after"] == "1"
+
+
+JSON = {"content-type": "application/json"}
+AT = {"starts_at": "2026-12-01T10:00:00Z"}
+NAIVE = {"starts_at": "2026-12-01T10:00:00"}  # no time zone
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status"),
+    [
+        ("GET", "/lessons/00000000-0000-0000-0000-000000000000", {}, 404),
+        ("GET", "/lessons/not-a-uuid", {}, 422),
+        ("GET", "/no/such/route", {}, 404),
+        ("DELETE", "/statistics", {}, 405),
+        ("POST", "/lessons", {"json": {"title": "x"}}, 422),
+        ("POST", "/lessons", {"content": b"{not json", "headers": JSON}, 422),
+        ("POST", "/lessons", {"json": {"title": "x", "capacity": 0, **AT}}, 422),
+        ("POST", "/lessons", {"json": {"title": "x", "capacity": 1, **NAIVE}}, 422),
+        ("POST", "/lessons", {"content": b"x" * (64 * 1024 + 1), "headers": JSON}, 413),
+        ("PUT", "/students/s-1", {"json": {"email": "nope", "name": "Ann"}}, 422),
+        ("PUT", "/students/bad%20id", {"json": {"email": "a@b.org", "name": "A"}}, 422),
+        ("GET", "/enrollments/00000000-0000-0000-0000-000000000000", {}, 404),
+        ("POST", "/enrollments/00000000-0000-0000-0000-000000000000/cancel", {}, 404),
+    ],
+)  # fmt: skip
+def test_every_error_is_problem_details(api, method, path, kwargs, status) -> None:
+    response = httpx.request(method, f"{api}{path}", **kwargs)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == status
+    assert body["title"]
+    assert body["type"]
+
+
+def test_enrollment_errors_are_problem_details(api) -> None:
+    lesson_id = lesson(api, capacity=1)
+    missing_key = httpx.post(
+        f"{api}/lessons/{lesson_id}/enrollments", json={"student_id": "s-1"}
+    )
+    assert missing_key.status_code == 400
+    assert missing_key.json()["type"] == "/problems/idempotency-key-missing"
+    unknown = enroll(api, lesson_id, "never-registered")
+    assert unknown.status_code == 422
+    assert unknown.json()["type"] == "/problems/unknown-student"
+    no_lesson = enroll(api, str(uuid4()), student(api))
+    assert no_lesson.status_code == 404
+    student_id = student(api)
+    assert enroll(api, lesson_id, student_id).status_code == 201
+    twice = enroll(api, lesson_id, student_id)
+    assert twice.status_code == 409
+    assert twice.json()["type"] == "/problems/already-enrolled"
+
+
+def test_health_openapi_and_metrics(api) -> None:
+    assert httpx.get(f"{api}/healthz").json() == {"status": "ok"}
+    assert httpx.get(f"{api}/readyz").json()["checks"] == {
+        "database": True,
+        "nats": True,
+    }
+    spec = httpx.get(f"{api}/openapi.json").json()
+    assert "/lessons/{lesson_id}/enrollments" in spec["paths"]
+    assert httpx.get(f"{api}/metrics").status_code == 200
