@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from uuid import uuid4
 
 import httpx
+import psycopg
 import pytest
 
 from tests.e2e.stack import eventually
@@ -194,3 +196,19 @@ def test_health_openapi_and_metrics(api) -> None:
     spec = httpx.get(f"{api}/openapi.json").json()
     assert "/lessons/{lesson_id}/enrollments" in spec["paths"]
     assert httpx.get(f"{api}/metrics").status_code == 200
+
+
+def test_a_stuck_lock_gives_503_with_retry_after_not_a_hang(api, migrated) -> None:
+    lesson_id = lesson(api, capacity=2)
+    student_id = student(api)
+    with psycopg.connect(migrated[0]) as blocker:
+        blocker.execute("LOCK TABLE club_events IN EXCLUSIVE MODE")  # held until exit
+        started = time.monotonic()
+        stuck = enroll(api, lesson_id, student_id, key="key-stuck")
+        waited = time.monotonic() - started
+    assert stuck.status_code == 503
+    assert stuck.headers["retry-after"]
+    assert stuck.json()["type"] == "/problems/temporarily-unavailable"
+    assert waited < 10
+    retried = enroll(api, lesson_id, student_id, key="key-stuck")  # same key, later
+    assert retried.status_code == 201
