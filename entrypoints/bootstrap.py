@@ -39,13 +39,14 @@ class Container:
         self.engine.dispose()
 
 
-def build(database_url: str, *, pool_size: int = 10) -> Container:
+def build(
+    database_url: str, *, pool_size: int = 10, idempotency_lease: float = 10.0
+) -> Container:
     engine = create_engine(database_url, pool_size=pool_size)
     students = SqlStudentDirectory(engine)
     app = ClubApplication(env=eventsourcing_env(database_url), students=students)
-    return Container(
-        app=app, engine=engine, students=students, idempotency=IdempotencyStore(engine)
-    )
+    idempotency = IdempotencyStore(engine, lease_seconds=idempotency_lease)
+    return Container(app=app, engine=engine, students=students, idempotency=idempotency)
 
 
 def migrate_database(database_url: str) -> None:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from adapters.crash import check_crash_setting
 from adapters.nats.streams import connect
 from entrypoints import bootstrap
 from entrypoints.settings import ConfigError, Settings
@@ -15,9 +16,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        check_crash_setting()
         settings = Settings.from_env()
         return int(args.run(settings, args) or 0)
-    except ConfigError as e:
+    except (ConfigError, ValueError) as e:
         print(f"club: {e}", file=sys.stderr)
         return 2
 
@@ -47,23 +49,21 @@ def _migrate(settings: Settings, _: argparse.Namespace) -> int:
 def _api(settings: Settings, _: argparse.Namespace) -> int:
     from entrypoints.roles import run_api
 
-    database_url, nats_url = settings.require_services()
-    run_api(database_url, nats_url, settings.http_host, settings.http_port)
+    run_api(settings)
     return 0
 
 
 def _relay(settings: Settings, _: argparse.Namespace) -> int:
     from entrypoints.roles import run_relay
 
-    run_relay(*settings.require_services())
+    run_relay(settings)
     return 0
 
 
 def _projector(settings: Settings, args: argparse.Namespace) -> int:
     from entrypoints.roles import run_projector
 
-    database_url, nats_url = settings.require_services()
-    run_projector(database_url, nats_url, args.name)
+    run_projector(settings, args.name)
     return 0
 
 

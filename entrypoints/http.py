@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from adapters.crash import crash_point
 from adapters.nats.streams import connect
 from adapters.postgres.idempotency import InFlight, Mismatch, Replay, Started
 from adapters.postgres.tables import consumer_positions
@@ -231,6 +232,9 @@ def _idempotent(
             pass
     try:
         response = run()
+        crash_point(
+            "api.after_commit"
+        )  # committed; the answer is neither stored nor sent
     except Exception as error:
         known = problem_for(error)
         if known is None or known.status_code >= 500:  # noqa: PLR2004

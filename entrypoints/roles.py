@@ -13,17 +13,23 @@ from adapters.nats.relay import Relay
 from adapters.nats.streams import connect
 from entrypoints import bootstrap
 from entrypoints.http import create_app
+from entrypoints.settings import Settings
 
 log = structlog.get_logger()
 
 
-def run_api(database_url: str, nats_url: str, host: str, port: int) -> None:
-    container = bootstrap.build(database_url, pool_size=20)
+def run_api(settings: Settings) -> None:
+    database_url, nats_url = settings.require_services()
+    container = bootstrap.build(
+        database_url,
+        pool_size=20,
+        idempotency_lease=settings.idempotency_lease_seconds,
+    )
     try:
         uvicorn.run(
             create_app(container, nats_url),
-            host=host,
-            port=port,
+            host=settings.http_host,
+            port=settings.http_port,
             log_level="warning",
             timeout_graceful_shutdown=5,
         )
@@ -31,12 +37,12 @@ def run_api(database_url: str, nats_url: str, host: str, port: int) -> None:
         container.close()
 
 
-def run_relay(database_url: str, nats_url: str) -> None:
-    asyncio.run(_relay(database_url, nats_url))
+def run_relay(settings: Settings) -> None:
+    asyncio.run(_relay(settings))
 
 
-def run_projector(database_url: str, nats_url: str, name: str) -> None:
-    asyncio.run(_projector(database_url, nats_url, name))
+def run_projector(settings: Settings, name: str) -> None:
+    asyncio.run(_projector(settings, name))
 
 
 def _stop_on_signals() -> asyncio.Event:
@@ -47,7 +53,8 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _relay(database_url: str, nats_url: str) -> None:
+async def _relay(settings: Settings) -> None:
+    database_url, nats_url = settings.require_services()
     stop = _stop_on_signals()
     container = bootstrap.build(database_url, pool_size=2)
     nc = await connect(nats_url, name="club-relay")
@@ -58,22 +65,28 @@ async def _relay(database_url: str, nats_url: str) -> None:
             engine=container.engine,
             js=nc.jetstream(),
             listen_dsn=database_url,
+            lease_seconds=settings.relay_lease_seconds,
         )
-        log.info("relay.started", position="loading")
+        log.info("relay.started", owner=relay.lease.owner)
         await relay.run(stop)
     finally:
         await nc.close()
         container.close()
 
 
-async def _projector(database_url: str, nats_url: str, name: str) -> None:
+async def _projector(settings: Settings, name: str) -> None:
+    database_url, nats_url = settings.require_services()
     stop = _stop_on_signals()
     _, apply = bootstrap.PROJECTIONS[name]
     container = bootstrap.build(database_url, pool_size=2)
     nc = await connect(nats_url, name=f"club-projector-{name}")
     try:
         runner = ConsumerRunner(
-            name=name, apply=apply, js=nc.jetstream(), engine=container.engine
+            name=name,
+            apply=apply,
+            js=nc.jetstream(),
+            engine=container.engine,
+            ack_wait=settings.ack_wait_seconds,
         )
         log.info("projector.started", projection=name)
         await runner.run(stop)

@@ -23,6 +23,10 @@ class Settings:
     http_port: int
     operator_token: str
     hold_seconds: int
+    # Tuning, mostly for tests that need faults to resolve quickly:
+    relay_lease_seconds: float
+    ack_wait_seconds: float
+    idempotency_lease_seconds: float
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -35,6 +39,11 @@ class Settings:
             http_port=_int(env, "CLUB_HTTP_PORT", 8000),
             operator_token=env.get("CLUB_OPERATOR_TOKEN") or secrets.token_urlsafe(24),
             hold_seconds=_int(env, "CLUB_HOLD_SECONDS", 900),
+            relay_lease_seconds=_number(env, "CLUB_RELAY_LEASE_SECONDS", 10),
+            ack_wait_seconds=_number(env, "CLUB_ACK_WAIT_SECONDS", 30),
+            idempotency_lease_seconds=_number(
+                env, "CLUB_IDEMPOTENCY_LEASE_SECONDS", 10
+            ),
         )
 
     def require_services(self) -> tuple[str, str]:
@@ -56,3 +65,16 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a whole number") from None
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r} must be more than 0 seconds")
+    return value

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
+from uuid import UUID
 
 import attrs
 import sqlalchemy as sa
@@ -21,6 +22,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from sqlalchemy.dialects.postgresql import insert
 
+from adapters.crash import crash_point
+from adapters.metrics import CONTRACT_CONFLICTS, DEAD_LETTERS
 from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, ensure_consumer
 from adapters.postgres.tables import consumer_positions, inbox
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
@@ -91,6 +94,7 @@ class ConsumerRunner:
         return await self.handle(msgs)
 
     async def handle(self, msgs: list[Msg]) -> BatchOutcome:
+        crash_point("consumer.after_receive")
         read = [_read(msg) for msg in msgs]
         readable = [item for item in read if isinstance(item, Incoming)]
         last_seq = max((item.stream_seq for item in read), default=0)
@@ -101,30 +105,50 @@ class ConsumerRunner:
             for msg in msgs:
                 await msg.nak(delay=NAK_DELAY_S)
             raise
-        for item in read:
-            if isinstance(item, Unreadable):
-                outcome.dead.append(item)
-                await self._dead_letter(item)
-            else:
-                await self._acknowledge(item.msg)
+        crash_point("consumer.after_commit")
+        outcome.dead.extend(item for item in read if isinstance(item, Unreadable))
+        dead = {id(item.msg) for item in outcome.dead}
+        for item in outcome.dead:
+            await self._dead_letter(item)
+        for msg in msgs:
+            if id(msg) not in dead:
+                await self._acknowledge(msg)
         return outcome
 
     async def _acknowledge(self, msg: Msg) -> None:
         await msg.ack()
 
     def _commit(self, batch: list[Incoming], last_seq: int) -> BatchOutcome:
+        """Inbox rows, effects and position in one transaction."""
         outcome = BatchOutcome()
         with self._engine.begin() as conn:
-            first_seen = _claim(conn, self.name, batch)
+            owners, recorded = _claim(conn, self.name, batch)
             for item in batch:
-                if first_seen.get(item.envelope.event_id) is not item:
-                    outcome.duplicates += 1
-                    continue
-                self._apply(conn, item.envelope)
-                outcome.applied += 1
+                event_id = item.envelope.event_id
+                if owners.get(event_id) is item:
+                    self._apply(conn, item.envelope)
+                    outcome.applied += 1
+                elif recorded[event_id] == item.digest:
+                    outcome.duplicates += 1  # a redelivery or a republish: no effect
+                else:
+                    outcome.dead.append(self._conflict(item))
             if last_seq:
                 _advance(conn, self.name, last_seq)
         return outcome
+
+    def _conflict(self, item: Incoming) -> Unreadable:
+        """Same event_id, other content: a broken contract, never a silent skip."""
+        CONTRACT_CONFLICTS.labels(consumer=self.name).inc()
+        log.error(
+            "consumer.contract_conflict",
+            consumer=self.name,
+            event_id=str(item.envelope.event_id),
+            stream_seq=item.stream_seq,
+        )
+        reason = (
+            f"contract-conflict: event {item.envelope.event_id} seen with other content"
+        )
+        return Unreadable(item.msg, item.stream_seq, reason)
 
     async def _dead_letter(self, item: Unreadable) -> None:
         """Copy the payload first: a terminated message's advisory carries none."""
@@ -146,6 +170,7 @@ class ConsumerRunner:
             stream_seq=item.stream_seq,
             reason=item.reason,
         )
+        DEAD_LETTERS.labels(consumer=self.name, reason=item.reason.split(":")[0]).inc()
         await item.msg.term()
 
 
@@ -163,13 +188,14 @@ def _read(msg: Msg) -> Incoming | Unreadable:
 
 def _claim(
     conn: sa.Connection, consumer: str, items: list[Incoming]
-) -> dict[object, Incoming]:
-    """Insert inbox rows; returns the item that owns each newly seen event id."""
-    first: dict[object, Incoming] = {}
+) -> tuple[dict[UUID, Incoming], dict[UUID, bytes]]:
+    """Insert inbox rows. Returns the item that owns each newly seen event id, and
+    the recorded body hash of every event id in the batch."""
+    first: dict[UUID, Incoming] = {}
     for item in items:
         first.setdefault(item.envelope.event_id, item)
     if not first:
-        return {}
+        return {}, {}
     rows = [
         {
             "consumer": consumer,
@@ -183,7 +209,17 @@ def _claim(
         insert(inbox).values(rows).on_conflict_do_nothing().returning(inbox.c.event_id)
     ).scalars()
     new_ids = set(inserted)
-    return {event_id: item for event_id, item in first.items() if event_id in new_ids}
+    owners = {event_id: item for event_id, item in first.items() if event_id in new_ids}
+    recorded = {event_id: item.digest for event_id, item in owners.items()}
+    seen_before = [event_id for event_id in first if event_id not in new_ids]
+    if seen_before:
+        found = conn.execute(
+            sa.select(inbox.c.event_id, inbox.c.body_sha256).where(
+                (inbox.c.consumer == consumer) & inbox.c.event_id.in_(seen_before)
+            )
+        )
+        recorded |= {event_id: bytes(digest) for event_id, digest in found}
+    return owners, recorded
 
 
 def _advance(conn: sa.Connection, consumer: str, stream_seq: int) -> None:

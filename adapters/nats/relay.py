@@ -1,30 +1,40 @@
 """The outbox relay: notification log -> JetStream, in order, at least once.
 
-It reads the event store's notification log after its recorded position, publishes a
+It reads the event store's notification log after the shared position, publishes a
 batch with pipelined PubAcks, waits for all of them (bounded by a timeout, so a lost
-PubAck cannot hang it), and only then records the new position. A crash in between
+PubAck cannot hang it), and only then moves the position. A crash in between
 republishes the batch with the same `Nats-Msg-Id`s, which the stream deduplicates
 within its window and consumers deduplicate by `event_id` after it.
+
+Several relays may run: one holds the lease and publishes, the others wait to take
+over. The position moves only under the holder's epoch (see `RelayLease`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 from collections.abc import Sequence
+from uuid import uuid4
 
 import psycopg
 import sqlalchemy as sa
 import structlog
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 from nats.js import JetStreamContext
-from sqlalchemy.dialects.postgresql import insert
 
-from adapters.postgres.tables import relay_positions
+from adapters.crash import crash_point
+from adapters.postgres.lease import FencedError, RelayLease
 from application.contracts.envelope import Envelope
 from application.contracts.mapping import to_envelope
 
 log = structlog.get_logger()
+
+
+def owner_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
 
 
 class Relay:
@@ -41,44 +51,76 @@ class Relay:
         batch_size: int = 500,
         puback_timeout: float = 10.0,
         idle_poll: float = 1.0,
+        lease_seconds: float = 10.0,
     ) -> None:
         self._recorder = recorder
         self._mapper = mapper
-        self._engine = engine
         self._js = js
         self._listen_dsn = listen_dsn
         self._channel = channel
-        self.name = name
         self._batch_size = batch_size
         self._puback_timeout = puback_timeout
-        self._idle_poll = idle_poll
+        self._idle_poll = min(idle_poll, lease_seconds / 3)
+        self.lease = RelayLease(
+            engine, name=name, owner=owner_name(), ttl=lease_seconds
+        )
         self._woken = asyncio.Event()
-        self.position = -1  # not loaded yet
+        self.epoch: int | None = None  # None: not the owner
+        self.position = 0
 
     async def run(self, stop: asyncio.Event) -> None:
         listener = asyncio.create_task(self._listen(stop))
         try:
             while not stop.is_set():
-                published = await self.relay_once()
+                if not await self.try_acquire():
+                    await self._wait(stop, self._idle_poll)  # standby
+                    continue
+                try:
+                    published = await self.relay_once()
+                except FencedError as e:
+                    log.warning("relay.fenced", owner=self.lease.owner, error=str(e))
+                    self.epoch = None
+                    continue
                 if not published:
-                    await self._wait_for_news(stop)
+                    await self._wait(stop, self._idle_poll, self._woken)
         finally:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
+            await self.release()
+
+    async def release(self) -> None:
+        """Hand the lease over at once (clean stop) instead of letting it run out."""
+        if self.epoch is not None:
+            await asyncio.to_thread(self.lease.release, self.epoch)
+            self.epoch = None
+
+    async def try_acquire(self) -> bool:
+        if self.epoch is None:
+            held = await asyncio.to_thread(self.lease.acquire)
+            if held is None:
+                return False
+            self.epoch, self.position = held.epoch, held.position
+            log.info("relay.acquired", owner=self.lease.owner, epoch=self.epoch)
+        return True
 
     async def relay_once(self) -> int:
         """Publish the next batch; returns how many notifications it consumed."""
+        if not await self.try_acquire():
+            return 0
+        epoch = self.epoch
+        assert epoch is not None  # noqa: S101 - try_acquire just set it
         self._woken.clear()
-        if self.position < 0:
-            self.position = await asyncio.to_thread(self._load_position)
+        self.position = await asyncio.to_thread(self.lease.renew, epoch)
         notifications = await asyncio.to_thread(self._read_batch)
         if not notifications:
             return 0
+        crash_point("relay.after_read")
         envelopes = [e for e in map(self._envelope, notifications) if e is not None]
         await self._publish(envelopes)
+        crash_point("relay.after_puback")
         new_position = notifications[-1].id
-        await asyncio.to_thread(self._save_position, new_position)
+        await asyncio.to_thread(self.lease.advance, epoch, new_position)
         self.position = new_position
         return len(notifications)
 
@@ -105,6 +147,7 @@ class Relay:
             )
             for envelope in envelopes
         ]
+        crash_point("relay.after_publish")
         try:
             await asyncio.wait_for(asyncio.gather(*futures), self._puback_timeout)
         except BaseException:
@@ -112,38 +155,15 @@ class Relay:
                 future.cancel()  # frees the client's pending slots
             raise
 
-    def _load_position(self) -> int:
-        with self._engine.begin() as conn:
-            conn.execute(
-                insert(relay_positions)
-                .values(relay=self.name, position=0)
-                .on_conflict_do_nothing()
-            )
-            return int(
-                conn.execute(
-                    sa.select(relay_positions.c.position).where(
-                        relay_positions.c.relay == self.name
-                    )
-                ).scalar_one()
-            )
-
-    def _save_position(self, position: int) -> None:
-        with self._engine.begin() as conn:
-            conn.execute(
-                sa.update(relay_positions)
-                .where(
-                    (relay_positions.c.relay == self.name)
-                    & (relay_positions.c.position < position)
-                )
-                .values(position=position, updated_at=sa.func.now())
-            )
-
-    async def _wait_for_news(self, stop: asyncio.Event) -> None:
-        """Sleep until NOTIFY, a stop, or the catch-up poll, whichever comes first."""
-        waiters = [asyncio.ensure_future(self._woken.wait())]
-        waiters.append(asyncio.ensure_future(stop.wait()))
+    async def _wait(
+        self, stop: asyncio.Event, timeout: float, news: asyncio.Event | None = None
+    ) -> None:
+        """Sleep until news (NOTIFY), a stop, or the timeout, whichever comes first."""
+        waiters = [asyncio.ensure_future(stop.wait())]
+        if news is not None:
+            waiters.append(asyncio.ensure_future(news.wait()))
         _, pending = await asyncio.wait(
-            waiters, timeout=self._idle_poll, return_when=asyncio.FIRST_COMPLETED
+            waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
         )
         for waiter in pending:
             waiter.cancel()

@@ -16,8 +16,6 @@ from sqlalchemy.dialects.postgresql import insert
 
 from adapters.postgres.tables import idempotency_keys as keys
 
-LEASE = timedelta(seconds=10)
-
 
 @attrs.frozen
 class Started:
@@ -45,11 +43,12 @@ Claim = Started | Replay | Mismatch | InFlight
 
 
 class IdempotencyStore:
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, *, lease_seconds: float = 10.0) -> None:
         self._engine = engine
+        self._lease = timedelta(seconds=lease_seconds)
 
     def begin(self, scope: str, key: str, fingerprint: str) -> Claim:
-        lease_until = sa.func.now() + LEASE
+        lease_until = sa.func.now() + self._lease
         where = (keys.c.scope == scope) & (keys.c.key == key)
         with self._engine.begin() as conn:
             claimed = conn.execute(

@@ -31,11 +31,16 @@ students = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
 )
 
-# Where each relay has published up to, in notification-log ids.
-relay_positions = sa.Table(
-    "relay_positions",
+# The relays' shared position in the notification log, and who may move it.
+# Acquiring bumps `epoch`; the position moves only `WHERE epoch = mine`, so a relay
+# that was paused past its lease (and lost it) can never move it again (fencing).
+relay_leases = sa.Table(
+    "relay_leases",
     metadata,
-    sa.Column("relay", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("owner", sa.Text, nullable=False),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("lease_until", sa.DateTime(timezone=True), nullable=False),
     sa.Column("position", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
 )

@@ -51,8 +51,11 @@ def make_relay(
 
 
 async def relay_all(relay: Relay) -> None:
+    """Publish everything there is, then hand the lease to whoever relays next."""
     while await relay.relay_once():
         pass
+    assert relay.epoch is not None, "this relay never held the lease"
+    await relay.release()
 
 
 def lesson_with_enrollments(container: Container, enrollments: int) -> UUID:

@@ -7,6 +7,7 @@ import json
 from uuid import uuid4
 
 import sqlalchemy as sa
+from prometheus_client import REGISTRY
 
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, ensure_consumer
@@ -167,3 +168,52 @@ def test_an_unknown_schema_version_is_dead_lettered_and_the_consumer_goes_on(
     assert dlq.headers["Club-Reason"].startswith("unknown-schema")
     assert json.loads(dlq.data)["schema_version"] == 99
     assert counts(container, lesson_id) == (1, 0)  # the next event was still applied
+
+
+def test_same_event_id_with_other_content_is_a_dead_lettered_conflict(
+    container, migrated
+) -> None:
+    database_url, nats_url = migrated
+    name = f"conflict-{uuid4().hex[:6]}"
+    lesson_id = lesson_with_enrollments(container, 1)
+
+    async def body(js, _):
+        await relay_all(make_relay(container, js, database_url))
+        await ensure_consumer(js, name)
+        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        runner = ConsumerRunner(
+            name=name, apply=statistics.apply, js=js, engine=container.engine,
+            fetch_timeout=0.5,
+        )  # fmt: skip
+        await drain(runner, sub)
+        before = counts(container, lesson_id)
+        original = (await stream_messages(js))[-1]
+        tampered = json.loads(original.data)
+        tampered["data"]["student_id"] = "someone-else"
+        await js.publish(
+            original.subject, json.dumps(tampered).encode(),
+            headers={"Nats-Msg-Id": f"tampered-{uuid4()}"},
+        )  # fmt: skip
+        later = lesson_with_enrollments(container, 1)
+        await relay_all(make_relay(container, js, database_url))
+        outcomes = await drain(runner, sub)
+        dlq = await js.get_last_msg(DLQ_STREAM, f"club.dlq.{name}")
+        return before, later, outcomes, dlq
+
+    before, later, outcomes, dlq = run(with_js(nats_url, body))
+    [dead] = [d for o in outcomes for d in o.dead]
+    assert dead.reason.startswith("contract-conflict")
+    assert dlq.headers["Club-Reason"].startswith("contract-conflict")
+    assert (
+        dlq.headers["Club-Original-Subject"]
+        == "club.events.enrollment.EnrollmentConfirmed"
+    )
+    assert int(dlq.headers["Club-Original-Stream-Seq"]) > 0
+    assert int(dlq.headers["Club-Delivery-Count"]) == 1
+    assert json.loads(dlq.data)["data"]["student_id"] == "someone-else"
+    assert counts(container, lesson_id) == before  # no effect from the conflict
+    assert counts(container, later) == (1, 0)  # and the consumer went on
+    assert (
+        REGISTRY.get_sample_value("club_contract_conflicts_total", {"consumer": name})
+        == 1
+    )

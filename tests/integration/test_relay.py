@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from nats.js.errors import NoStreamResponseError
 
 from adapters.nats.streams import EVENTS_STREAM, ensure_streams
-from adapters.postgres.tables import relay_positions
+from adapters.postgres.tables import relay_leases
 from application.contracts.mapping import to_envelope
 from tests.integration.helpers import (
     lesson_with_enrollments,
@@ -58,14 +58,16 @@ def test_republishing_after_a_lost_position_adds_no_copy(container, migrated) ->
     lesson_with_enrollments(container, 2)
 
     async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
+        first = make_relay(container, js, database_url)
+        await relay_all(first)
         before = len(await stream_messages(js))
-        with container.engine.begin() as conn:  # as if it died before saving
-            conn.execute(sa.update(relay_positions).values(position=0))
-        await relay_all(make_relay(container, js, database_url))
-        return before, len(await stream_messages(js))
+        first.lease.rewind(0)  # as if it died before saving (or an operator rewound)
+        second = make_relay(container, js, database_url)
+        await relay_all(second)
+        return before, len(await stream_messages(js)), second.position
 
-    before, after = run(with_js(nats_url, body))
+    before, after, republished_to = run(with_js(nats_url, body))
+    assert republished_to == container.app.recorder.max_notification_id()
     assert before == after == len(published_envelopes(container))
 
 
@@ -106,4 +108,4 @@ def test_position_stays_put_when_the_broker_refuses(container, migrated) -> None
     assert stuck == start
     assert end == container.app.recorder.max_notification_id()
     with container.engine.connect() as conn:
-        assert conn.execute(sa.select(relay_positions.c.position)).scalar_one() == end
+        assert conn.execute(sa.select(relay_leases.c.position)).scalar_one() == end

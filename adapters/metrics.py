@@ -1,0 +1,16 @@
+"""Prometheus metrics (CONTRACT §6) shared by the roles."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+
+CONTRACT_CONFLICTS = Counter(
+    "club_contract_conflicts",
+    "Events seen again under the same event_id with different content.",
+    ["consumer"],
+)
+DEAD_LETTERS = Counter(
+    "club_dead_letters",
+    "Messages a consumer copied to CLUB_DLQ, by reason.",
+    ["consumer", "reason"],
+)

@@ -1,0 +1,112 @@
+"""The relay lease: one owner at a time, by the database clock, fenced by epoch."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+
+from adapters.postgres.tables import relay_leases as leases
+
+
+class FencedError(Exception):
+    """Another relay acquired the lease; this one must stop publishing."""
+
+
+@attrs.frozen
+class Held:
+    epoch: int
+    position: int
+
+
+class RelayLease:
+    def __init__(self, engine: sa.Engine, *, name: str, owner: str, ttl: float) -> None:
+        self._engine = engine
+        self.name = name
+        self.owner = owner
+        self._ttl = timedelta(seconds=ttl)
+
+    def acquire(self) -> Held | None:
+        """Take the lease if it is free or expired; bumps the epoch. None: taken."""
+        until = sa.func.now() + self._ttl
+        stmt = insert(leases).values(
+            name=self.name, owner=self.owner, epoch=1, lease_until=until, position=0
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[leases.c.name],
+            set_={
+                "owner": self.owner,
+                "epoch": leases.c.epoch + 1,
+                "lease_until": until,
+            },
+            where=(leases.c.lease_until < sa.func.now())
+            | (leases.c.owner == self.owner),
+        ).returning(leases.c.epoch, leases.c.position)
+        with self._engine.begin() as conn:
+            row = conn.execute(stmt).first()
+        return None if row is None else Held(row.epoch, row.position)
+
+    def renew(self, epoch: int) -> int:
+        """Extend the lease; returns the position. Raises FencedError if lost."""
+        with self._engine.begin() as conn:
+            row = conn.execute(
+                sa.update(leases)
+                .where((leases.c.name == self.name) & (leases.c.epoch == epoch))
+                .values(lease_until=sa.func.now() + self._ttl)
+                .returning(leases.c.position)
+            ).first()
+        if row is None:
+            raise FencedError(f"relay lease {self.name!r} epoch {epoch} was taken over")
+        return int(row.position)
+
+    def advance(self, epoch: int, position: int) -> None:
+        """Move the position forward, only while `epoch` still holds the lease."""
+        with self._engine.begin() as conn:
+            moved = conn.execute(
+                sa.update(leases)
+                .where(
+                    (leases.c.name == self.name)
+                    & (leases.c.epoch == epoch)
+                    & (leases.c.position < position)
+                )
+                .values(position=position, updated_at=sa.func.now())
+            ).rowcount
+            if moved == 0:
+                current = conn.execute(
+                    sa.select(leases.c.epoch).where(leases.c.name == self.name)
+                ).scalar()
+                if current != epoch:
+                    msg = f"relay lease {self.name!r} epoch {epoch} was taken over"
+                    raise FencedError(msg)
+
+    def release(self, epoch: int) -> None:
+        """Hand over at once on a clean stop instead of letting the lease run out."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                sa.update(leases)
+                .where((leases.c.name == self.name) & (leases.c.epoch == epoch))
+                .values(lease_until=sa.func.now() - timedelta(seconds=1))
+            )
+
+    def rewind(self, position: int) -> None:
+        """Operator's tool: republish from `position`; fences the current owner."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                sa.update(leases)
+                .where(leases.c.name == self.name)
+                .values(
+                    position=position,
+                    epoch=leases.c.epoch + 1,
+                    lease_until=sa.func.now() - timedelta(seconds=1),
+                    owner="rewind",
+                )
+            )
+
+    def position(self) -> int:
+        with self._engine.connect() as conn:
+            value = conn.execute(
+                sa.select(leases.c.position).where(leases.c.name == self.name)
+            ).scalar()
+        return int(value or 0)
