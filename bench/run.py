@@ -36,9 +36,9 @@ from application.contracts.mapping import to_envelope
 from domain.enrollment import Enrollment
 from domain.student import StudentProfile
 from entrypoints import bootstrap
-from tests.e2e.stack import club_env, wait_ready
 from tests.integration.helpers import lesson_with_enrollments, make_relay, relay_all
 from tests.servers import scratch_dir
+from tests.stack import club_env, wait_ready
 
 RUNS = 3
 HTTP_REQUESTS = 400  # per run, shared by the clients

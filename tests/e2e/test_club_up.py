@@ -14,8 +14,8 @@ import httpx
 import psutil
 
 from adapters.embedded.process import free_port
-from tests.e2e.stack import club_env, eventually, wait_ready
 from tests.servers import scratch_dir
+from tests.stack import club_env, eventually, wait_ready
 
 
 @contextmanager

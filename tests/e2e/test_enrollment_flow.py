@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.e2e.stack import eventually
+from tests.stack import eventually
 
 
 def student(api: str) -> str:

@@ -1,0 +1,118 @@
+"""The roles as real processes that tests can start, kill and restart one by one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from adapters.embedded.process import free_port
+
+ROLES: dict[str, tuple[str, ...]] = {
+    "api": ("api",),
+    "relay": ("relay",),
+    "projector": ("projector", "statistics"),
+}
+# Faults must resolve in seconds, not in production's tens of seconds.
+FAST_FAULTS = {
+    "CLUB_ACK_WAIT_SECONDS": "2",
+    "CLUB_IDEMPOTENCY_LEASE_SECONDS": "2",
+    "CLUB_RELAY_LEASE_SECONDS": "2",
+}
+
+
+def club_env(database_url: str, nats_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLUB_")}
+    return env | {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url} | extra
+
+
+class Stack:
+    def __init__(
+        self, database_url: str, nats_url: str, log_dir: Path, **env: str
+    ) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = club_env(
+            database_url, nats_url, CLUB_HTTP_PORT=str(self.port), **env
+        )
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._count = 0
+
+    def start(self, name: str, *, role: str | None = None, **env: str) -> None:
+        """Start a process of `role` (default: `name`) under the key `name`."""
+        self._count += 1
+        log = (self.log_dir / f"{name}-{self._count}.log").open("wb")
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "entrypoints.cli", *ROLES[role or name]],
+            env=self.env | env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        if (role or name) == "api":
+            wait_ready(self.base)
+
+    def start_all(self) -> None:
+        for name in ROLES:
+            self.start(name)
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.kill()
+        proc.wait()
+
+    def died(self, name: str, timeout: float = 20) -> int:
+        """Wait for a process that is meant to kill itself; returns its exit code."""
+        proc = self.procs.pop(name)
+        return proc.wait(timeout)
+
+    def restart(self, name: str, **env: str) -> None:
+        if name in self.procs:
+            self.stop(name)
+        self.start(name, **env)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+
+def wait_ready(base: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{base} not ready within {timeout}s")
+
+
+def eventually(
+    check: Callable[[], Any], timeout: float = 20, interval: float = 0.1
+) -> Any:
+    """Poll until `check()` returns a truthy value; fail with the last value."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s; last: {value!r}")
