@@ -44,12 +44,14 @@ class Stack:
         )
         self.log_dir = log_dir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.logs: dict[str, Path] = {}
         self._count = 0
 
     def start(self, name: str, *, role: str | None = None, **env: str) -> None:
         """Start a process of `role` (default: `name`) under the key `name`."""
         self._count += 1
-        log = (self.log_dir / f"{name}-{self._count}.log").open("wb")
+        self.logs[name] = self.log_dir / f"{name}-{self._count}.log"
+        log = self.logs[name].open("wb")
         self.procs[name] = subprocess.Popen(
             [sys.executable, "-m", "entrypoints.cli", *ROLES[role or name]],
             env=self.env | env,
@@ -62,6 +64,9 @@ class Stack:
     def start_all(self) -> None:
         for name in ROLES:
             self.start(name)
+
+    def name_of(self, pid: int) -> str:
+        return next(name for name, proc in self.procs.items() if proc.pid == pid)
 
     def stop(self, name: str) -> None:
         proc = self.procs.pop(name)

@@ -26,14 +26,18 @@ class Facts:
     inbox_rows: int  # statistics consumer's inbox rows for the event
 
 
-def setup_lesson(api: str) -> tuple[str, str]:
+def setup_lesson(api: str, capacity: int = 3) -> tuple[str, str]:
     student = f"s-{uuid4().hex[:10]}"
     assert httpx.put(
         f"{api}/students/{student}", json={"email": "a@b.org", "name": "A"}
     ).is_success
     response = httpx.post(
         f"{api}/lessons",
-        json={"title": "Crash", "capacity": 3, "starts_at": "2026-12-01T10:00:00Z"},
+        json={
+            "title": "Crash",
+            "capacity": capacity,
+            "starts_at": "2026-12-01T10:00:00Z",
+        },
     )
     assert response.status_code == 201
     return response.json()["lesson_id"], student

@@ -1,0 +1,83 @@
+"""Background enrollments over HTTP, and what the chain should end up holding."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from uuid import uuid4
+
+import httpx
+import sqlalchemy as sa
+
+from application.contracts.mapping import to_envelope
+from entrypoints.bootstrap import Container
+from projections import statistics
+from tests.faults.facts import setup_lesson
+from tests.integration.helpers import stream_messages, with_js
+
+
+class Enroller(threading.Thread):
+    """Enrolls students until `count` enrollments succeeded, retrying each key."""
+
+    def __init__(self, api: str, count: int, lessons: int = 4) -> None:
+        super().__init__(daemon=True)
+        self.api, self.count = api, count
+        self.lessons = [setup_lesson(api, capacity=count) for _ in range(lessons)]
+        self.created = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with httpx.Client(base_url=self.api, timeout=10) as http:
+                for n in range(self.count):
+                    lesson_id, _ = self.lessons[n % len(self.lessons)]
+                    student = f"w-{uuid4().hex[:10]}"
+                    profile = {"email": "a@b.org", "name": "W"}
+                    http.put(f"/students/{student}", json=profile)
+                    key = str(uuid4())
+                    for _ in range(50):  # keep the key until there is an answer
+                        try:
+                            r = http.post(
+                                f"/lessons/{lesson_id}/enrollments",
+                                json={"student_id": student},
+                                headers={"Idempotency-Key": key},
+                            )
+                        except httpx.HTTPError:
+                            continue
+                        if r.status_code == 201:
+                            self.created += 1
+                            break
+                        assert r.status_code in (409, 503), r.text  # in flight, busy
+                    else:
+                        raise AssertionError(f"no answer for key {key}")
+        except BaseException as e:  # surfaced by the test, not lost in the thread
+            self.error = e
+
+
+def expected_event_ids(container: Container) -> list[str]:
+    app = container.app
+    notifications = app.recorder.select_notifications(start=1, limit=10**6)
+    envelopes = (to_envelope(app.mapper.to_domain_event(n)) for n in notifications)
+    return [str(e.event_id) for e in envelopes if e is not None]
+
+
+def stream_event_ids(nats_url: str) -> list[str]:
+    async def ids(js, _) -> list[str]:
+        return [m.headers["Nats-Msg-Id"] for m in await stream_messages(js)]
+
+    return asyncio.run(with_js(nats_url, ids))
+
+
+def confirmed_totals(container: Container) -> dict[str, int]:
+    """Confirmed enrollments in the event store (the truth) and in the projection."""
+    with container.engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT count(*) AS n FROM club_events "
+                "WHERE topic = 'domain.enrollment:Enrollment.Confirmed'"
+            )
+        ).scalar_one()
+        projected = conn.execute(
+            sa.select(sa.func.sum(statistics.lessons.c.confirmed))
+        ).scalar()
+    return {"store": rows, "projection": int(projected or 0)}
