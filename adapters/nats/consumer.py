@@ -154,13 +154,16 @@ class ConsumerRunner:
         """Copy the payload first: a terminated message's advisory carries none."""
         meta = item.msg.metadata
         headers = dict(item.msg.headers or {})
+        digest = hashlib.sha256(item.msg.data).hexdigest()[:32]
         headers.update(
             {
                 "Club-Original-Subject": item.msg.subject,
                 "Club-Original-Stream-Seq": str(item.stream_seq),
+                "Club-Original-Msg-Id": headers.get("Nats-Msg-Id", ""),
                 "Club-Delivery-Count": str(meta.num_delivered),
                 "Club-Reason": item.reason,
-                "Nats-Msg-Id": f"{self.name}:{item.stream_seq}",
+                # The same body dead-lettered twice is one entry, not two.
+                "Nats-Msg-Id": f"{self.name}:{digest}",
             }
         )
         await self._js.publish(f"club.dlq.{self.name}", item.msg.data, headers=headers)

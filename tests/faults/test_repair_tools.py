@@ -1,0 +1,71 @@
+"""`club audit` finds what a broker lost; `club relay rewind` puts it back."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from uuid import uuid4
+
+import httpx
+
+from adapters.nats.streams import EVENTS_STREAM, ensure_streams
+from adapters.postgres.lease import RelayLease
+from tests.faults.facts import enroll, settled, setup_lesson
+from tests.faults.workload import confirmed_totals
+from tests.integration.helpers import with_js
+from tests.stack import eventually
+
+
+def club(stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoints.cli", *args],
+        env=stack.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_audit_finds_lost_events_and_rewind_restores_them(
+    stack, container, migrated
+) -> None:
+    nats_url = migrated[1]
+    lease = RelayLease(container.engine, name="default", owner="test", ttl=1)
+    lesson_id, student = setup_lesson(stack.base, capacity=5)
+    key = str(uuid4())
+    assert enroll(stack.base, lesson_id, student, key).status_code == 201
+    settled(container, nats_url, lesson_id, key)
+    clean = club(stack, "audit")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "never saw: 0" in clean.stdout
+
+    stack.stop("projector")
+    before_loss = lease.position()
+    for _ in range(2):
+        other = f"s-{uuid4().hex[:10]}"
+        profile = {"email": "a@b.org", "name": "B"}
+        assert httpx.put(f"{stack.base}/students/{other}", json=profile).is_success
+        assert enroll(stack.base, lesson_id, other, str(uuid4())).status_code == 201
+    newest = container.app.recorder.max_notification_id()
+    eventually(lambda: lease.position() == newest)
+
+    async def lose_everything(js, _) -> None:  # the broker's disk is gone
+        await js.delete_stream(EVENTS_STREAM)
+        await ensure_streams(js)
+
+    asyncio.run(with_js(nats_url, lose_everything))
+    lost = club(stack, "audit")
+    assert lost.returncode == 1
+    assert "never saw: 2" in lost.stdout
+    assert "club relay rewind --to" in lost.stdout
+
+    rewound = club(stack, "relay", "rewind", "--to", str(before_loss))
+    assert rewound.returncode == 0, rewound.stderr
+    stack.start("projector")
+    totals = eventually(
+        lambda: (t := confirmed_totals(container))["projection"] == t["store"] and t
+    )
+    assert totals["store"] >= 3
+    healed = club(stack, "audit")
+    assert healed.returncode == 0, healed.stdout
+    bad = club(stack, "relay", "rewind", "--to", "-1")
+    assert bad.returncode == 2
+    assert "--to must be from 0 to" in bad.stderr
