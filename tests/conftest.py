@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -36,8 +36,7 @@ def nats_url(nats: tuple[str, EmbeddedNats | None]) -> str:
     return nats[0]
 
 
-@pytest.fixture(scope="module")
-def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
+def migrate_all(database_url: str, nats_url: str) -> None:
     bootstrap.migrate_database(database_url)
 
     async def broker() -> None:
@@ -48,6 +47,11 @@ def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
             await nc.close()
 
     asyncio.run(broker())
+
+
+@pytest.fixture(scope="module")
+def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
+    migrate_all(database_url, nats_url)
     return database_url, nats_url
 
 
@@ -56,3 +60,17 @@ def container(migrated: tuple[str, str]) -> Iterator[bootstrap.Container]:
     c = bootstrap.build(migrated[0], pool_size=5)
     yield c
     c.close()
+
+
+@pytest.fixture
+def container_for() -> Iterator[Callable[[str], bootstrap.Container]]:
+    """Containers built on demand (e.g. after a server restart), closed at the end."""
+    built: list[bootstrap.Container] = []
+
+    def build(url: str) -> bootstrap.Container:
+        built.append(bootstrap.build(url, pool_size=5))
+        return built[-1]
+
+    yield build
+    for c in built:
+        c.close()

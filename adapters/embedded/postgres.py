@@ -37,7 +37,9 @@ def _binaries() -> Path:
     return Path(spec.origin).parent / "pginstall" / "bin"
 
 
-FAST_SETTINGS = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+# For tests: no fsync, so an OS crash may lose data, but a killed server may not —
+# commits still reach the OS before they are acknowledged (synchronous_commit stays on).
+FAST_SETTINGS = ("fsync=off", "full_page_writes=off")
 
 
 class EmbeddedPostgres:
@@ -62,7 +64,7 @@ class EmbeddedPostgres:
             os.chown(self.root, NOBODY, NOBODY)
         if not (self.pgdata / "PG_VERSION").exists():
             self._initdb(as_nobody=as_nobody)
-        self.port = free_port()
+        self.port = self.port or free_port()  # a restart keeps its address
         argv = [
             str(_binaries() / "postgres"),
             "-D", str(self.pgdata),
@@ -102,14 +104,9 @@ class EmbeddedPostgres:
             tail = self.log.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"initdb failed:\n{tail}")
 
-    def stop(self) -> None:
+    def stop(self, *, immediate: bool = False) -> None:
+        """Fast shutdown; `immediate` is `pg_ctl -m immediate`: no checkpoint, recovery
+        on the next start."""
         if self._proc is not None:
-            stop(self._proc, signal.SIGINT)  # PostgreSQL's "fast" shutdown
-            self._proc = None
-
-    def kill(self) -> None:
-        """Crash it, as a power cut would: the next start runs recovery."""
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
+            stop(self._proc, signal.SIGQUIT if immediate else signal.SIGINT)
             self._proc = None

@@ -10,6 +10,7 @@ reason before it is terminated, so nothing is dropped silently.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections.abc import Callable
 from uuid import UUID
@@ -26,6 +27,7 @@ from adapters.crash import crash_point
 from adapters.metrics import CONTRACT_CONFLICTS, DEAD_LETTERS
 from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, ensure_consumer
 from adapters.postgres.tables import consumer_positions, inbox
+from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.mapping import UnknownSchemaError, decode
 
@@ -82,8 +84,15 @@ class ConsumerRunner:
         sub = await self._js.pull_subscribe_bind(
             durable=self.name, stream=EVENTS_STREAM
         )
+        backoff = Backoff()
         while not stop.is_set():
-            await self.poll(sub)
+            try:
+                await self.poll(sub)
+            except TRANSIENT as e:  # unacked messages come back after ack_wait
+                log.warning("consumer.retry", consumer=self.name, error=repr(e))
+                await backoff.wait()
+            else:
+                backoff.reset()
 
     async def poll(self, sub: JetStreamContext.PullSubscription) -> BatchOutcome:
         """Fetch one batch and handle it; an empty wait is an empty outcome."""
@@ -100,10 +109,11 @@ class ConsumerRunner:
         last_seq = max((item.stream_seq for item in read), default=0)
         try:
             outcome = await asyncio.to_thread(self._commit, readable, last_seq)
-        except sa.exc.SQLAlchemyError as e:
-            log.warning("consumer.batch_failed", consumer=self.name, error=str(e))
+        except TRANSIENT as e:
+            log.warning("consumer.batch_failed", consumer=self.name, error=repr(e))
             for msg in msgs:
-                await msg.nak(delay=NAK_DELAY_S)
+                with contextlib.suppress(*TRANSIENT):  # else redelivered after ack_wait
+                    await msg.nak(delay=NAK_DELAY_S)
             raise
         crash_point("consumer.after_commit")
         outcome.dead.extend(item for item in read if isinstance(item, Unreadable))

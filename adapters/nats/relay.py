@@ -27,6 +27,7 @@ from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
 from adapters.postgres.lease import FencedError, RelayLease
+from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
 from application.contracts.mapping import to_envelope
 
@@ -49,7 +50,7 @@ class Relay:
         channel: str = "club_events",
         name: str = "default",
         batch_size: int = 500,
-        puback_timeout: float = 10.0,
+        puback_timeout: float = 5.0,
         idle_poll: float = 1.0,
         lease_seconds: float = 10.0,
     ) -> None:
@@ -70,24 +71,31 @@ class Relay:
 
     async def run(self, stop: asyncio.Event) -> None:
         listener = asyncio.create_task(self._listen(stop))
+        backoff = Backoff()
         try:
             while not stop.is_set():
-                if not await self.try_acquire():
-                    await self._wait(stop, self._idle_poll)  # standby
-                    continue
                 try:
+                    if not await self.try_acquire():
+                        await self._wait(stop, self._idle_poll)  # standby
+                        continue
                     published = await self.relay_once()
                 except FencedError as e:
                     log.warning("relay.fenced", owner=self.lease.owner, error=str(e))
                     self.epoch = None
                     continue
+                except TRANSIENT as e:  # the batch is republished from the position
+                    log.warning("relay.retry", error=repr(e))
+                    await backoff.wait()
+                    continue
+                backoff.reset()
                 if not published:
                     await self._wait(stop, self._idle_poll, self._woken)
         finally:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
-            await self.release()
+            with contextlib.suppress(*TRANSIENT):
+                await self.release()
 
     async def release(self) -> None:
         """Hand the lease over at once (clean stop) instead of letting it run out."""

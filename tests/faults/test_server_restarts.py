@@ -1,0 +1,153 @@
+"""Restart real servers under load: NATS killed mid-publish, PostgreSQL -m immediate.
+
+These need servers they may stop, so they always run private embedded ones.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from uuid import UUID, uuid4
+
+import httpx
+import pytest
+
+from adapters.embedded.nats import EmbeddedNats
+from adapters.embedded.postgres import EmbeddedPostgres
+from tests.conftest import migrate_all
+from tests.faults.facts import setup_lesson
+from tests.faults.workload import confirmed_totals, expected_event_ids, stream_event_ids
+from tests.servers import fresh_database, scratch_dir
+from tests.stack import FAST_FAULTS, Stack, eventually
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[EmbeddedPostgres, EmbeddedNats]]:
+    root = scratch_dir("club-restarts-")
+    pg, nats = EmbeddedPostgres(root / "pg", durable=False), EmbeddedNats(root / "nats")
+    pg.start()
+    nats.start()
+    yield pg, nats
+    pg.stop()
+    nats.stop()
+
+
+@pytest.fixture(scope="module")
+def migrated(servers) -> Iterator[tuple[str, str]]:
+    pg, nats = servers
+    with fresh_database(pg.url) as url:
+        migrate_all(url, nats.url)
+        yield url, nats.url
+
+
+@pytest.fixture(scope="module")
+def stack(migrated) -> Iterator[Stack]:
+    stack = Stack(*migrated, scratch_dir("club-restarts-logs-"), **FAST_FAULTS)
+    stack.start_all()
+    yield stack
+    stack.stop_all()
+
+
+class Client(threading.Thread):
+    """Enrolls one student after another, keeping each key until it has a 201."""
+
+    def __init__(self, api: str) -> None:
+        super().__init__(daemon=True)
+        self.api = api
+        self.lesson_id, _ = setup_lesson(api, capacity=10_000)
+        self.created: dict[str, str] = {}  # key -> enrollment id
+        self.statuses: list[int] = []
+        self.unavailable: list[httpx.Response] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.api, timeout=15) as http:
+            while not self.stop.is_set():
+                student, key = f"r-{uuid4().hex[:10]}", str(uuid4())
+                while not self.stop.is_set():
+                    try:
+                        http.put(
+                            f"/students/{student}",
+                            json={"email": "a@b.org", "name": "R"},
+                        )
+                        r = http.post(
+                            f"/lessons/{self.lesson_id}/enrollments",
+                            json={"student_id": student},
+                            headers={"Idempotency-Key": key},
+                        )
+                    except httpx.HTTPError:
+                        time.sleep(0.1)
+                        continue
+                    self.statuses.append(r.status_code)
+                    if r.status_code == 201:
+                        self.created[key] = r.json()["enrollment_id"]
+                        break
+                    if r.status_code == 503:
+                        self.unavailable.append(r)
+                    time.sleep(0.1)
+
+
+def test_postgres_restarted_immediately_loses_no_acknowledged_enrollment(
+    servers, stack, container_for, migrated
+) -> None:
+    pg, _ = servers
+    client = Client(stack.base)
+    client.start()
+    eventually(lambda: len(client.created) >= 5)
+    pg.stop(immediate=True)
+    eventually(lambda: client.unavailable, timeout=10)
+    time.sleep(2)
+    pg.start()
+    restarted = time.monotonic()
+    count_before_stop = len(client.created)
+    eventually(lambda: len(client.created) > count_before_stop + 5, timeout=30)
+    client.stop.set()
+    client.join(20)
+
+    assert 500 not in client.statuses
+    assert all(r.headers.get("retry-after") for r in client.unavailable)
+    assert {r.json()["type"] for r in client.unavailable} <= {
+        "/problems/temporarily-unavailable"
+    }
+    container = container_for(migrated[0])
+    app = container.app
+    for key, enrollment_id in client.created.items():
+        view = app.view_enrollment(UUID(enrollment_id))  # every 2xx survived
+        assert view.status == "confirmed", key
+    lesson = app.get_lesson(UUID(client.lesson_id))
+    assert lesson.seats_taken == len(client.created)  # one enrollment per key
+    eventually(
+        lambda: (t := confirmed_totals(container))["projection"] == t["store"],
+        timeout=30,
+    )
+    assert time.monotonic() - restarted < 30
+
+
+def test_nats_killed_mid_publish_the_relay_resumes_and_loses_nothing(
+    servers, stack, container_for, migrated
+) -> None:
+    _, nats = servers
+    container = container_for(migrated[0])
+    client = Client(stack.base)
+    client.start()
+    eventually(lambda: len(client.created) >= 20)
+    nats.kill()  # SIGKILL while the relay has PubAcks in flight
+    time.sleep(1)
+    nats.start()
+    restarted = time.monotonic()
+    backlog = expected_event_ids(container)  # everything committed by now
+    eventually(lambda: set(backlog) <= set(stream_event_ids(migrated[1])), timeout=20)
+    resumed = time.monotonic() - restarted
+    eventually(lambda: len(client.created) >= 60, timeout=30)
+    client.stop.set()
+    client.join(20)
+    expected = expected_event_ids(container)
+    eventually(lambda: stream_event_ids(migrated[1]) == expected, timeout=20)
+    published = stream_event_ids(migrated[1])
+    assert len(published) == len(set(published)) == len(expected)
+    assert resumed < 10, f"the relay took {resumed:.1f}s to resume"
+    eventually(
+        lambda: (t := confirmed_totals(container))["projection"] == t["store"],
+        timeout=30,
+    )
