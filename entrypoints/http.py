@@ -28,7 +28,7 @@ from domain.lesson import Lesson
 from domain.student import StudentProfile, check_student_id
 from entrypoints.body_limit import BodyLimit
 from entrypoints.bootstrap import Container
-from entrypoints.problems import problem, problem_for
+from entrypoints.problems import KNOWN_ERRORS, problem, problem_for
 from entrypoints.schemas import (
     EnrollmentIn,
     EnrollmentOut,
@@ -284,10 +284,16 @@ def _install_error_handlers(api: FastAPI) -> None:
         ]
         return problem(422, "validation-error", "Invalid request", errors=errors)
 
+    async def known(_: Request, exc: Exception) -> Response:
+        response = problem_for(exc)
+        assert response is not None  # noqa: S101 - registered only for known classes
+        return response
+
+    # Registered one by one: the catch-all below would answer, then re-raise.
+    for cls in KNOWN_ERRORS:
+        api.add_exception_handler(cls, known)
+
     @api.exception_handler(Exception)
-    async def known_or_bug(_: Request, exc: Exception) -> Response:
-        known = problem_for(exc)
-        if known is not None:
-            return known
+    async def bug(_: Request, exc: Exception) -> Response:
         log.exception("http.unhandled", error=repr(exc))
         return problem(500, "internal-error", "Internal error", "see the server log")

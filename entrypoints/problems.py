@@ -76,3 +76,9 @@ def problem_for(error: BaseException) -> JSONResponse | None:
             headers={"Retry-After": RETRY_AFTER_S},
         )
     return None
+
+
+KNOWN_ERRORS: tuple[type[BaseException], ...] = (
+    *(cls for cls, *_ in KNOWN),
+    *TRANSIENT,
+)

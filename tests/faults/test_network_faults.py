@@ -1,0 +1,167 @@
+"""Lose exactly one reply on the wire: a commit's, a PubAck, a consumer's ack."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+from uuid import UUID, uuid4
+
+import pytest
+from fastapi.testclient import TestClient
+
+from adapters.nats.consumer import ConsumerRunner
+from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
+from adapters.postgres.database import create_engine, eventsourcing_env
+from adapters.postgres.idempotency import IdempotencyStore
+from adapters.postgres.students import SqlStudentDirectory
+from application.club import ClubApplication
+from entrypoints.bootstrap import Container
+from entrypoints.http import create_app
+from projections import statistics
+from tests.faults.workload import expected_event_ids, stream_event_ids
+from tests.integration.helpers import lesson_with_enrollments, make_relay, relay_all
+from tests.proxy import Proxy
+
+
+def port_of(url: str) -> int:
+    return int(urlsplit(url.split(",", maxsplit=1)[0]).port or 0)
+
+
+@pytest.fixture
+def events_via_proxy(migrated) -> Iterator[tuple[TestClient, Proxy, Container]]:
+    """An API whose event store connection runs through the proxy; all else direct."""
+    database_url = migrated[0]
+    with Proxy(port_of(database_url)) as proxy:
+        parts = urlsplit(database_url)
+        proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}")
+        engine = create_engine(database_url)
+        students = SqlStudentDirectory(engine)
+        app = ClubApplication(
+            env=eventsourcing_env(proxied.geturl()), students=students
+        )
+        container = Container(
+            app=app,
+            engine=engine,
+            students=students,
+            idempotency=IdempotencyStore(engine, lease_seconds=1),
+        )
+        with TestClient(create_app(container)) as http:
+            yield http, proxy, container
+        container.close()
+
+
+def test_a_lost_commit_reply_is_recognised_as_ours_on_retry(events_via_proxy) -> None:
+    http, proxy, container = events_via_proxy
+    student = f"s-{uuid4().hex[:8]}"
+    assert http.put(
+        f"/students/{student}", json={"email": "a@b.org", "name": "A"}
+    ).is_success
+    lesson = http.post(
+        "/lessons",
+        json={"title": "Net", "capacity": 1, "starts_at": "2026-12-01T10:00:00Z"},
+    ).json()["lesson_id"]
+    key = str(uuid4())
+
+    proxy.trap_reply_to(b"COMMIT")
+    lost = http.post(
+        f"/lessons/{lesson}/enrollments",
+        json={"student_id": student},
+        headers={"Idempotency-Key": key},
+    )
+    assert proxy.trapped.is_set()
+    assert lost.status_code == 503  # the server cannot know whether it committed
+    assert lost.headers["retry-after"]
+    assert container.app.get_lesson(UUID(lesson)).seats_taken == 1  # it did commit
+
+    retried = http.post(
+        f"/lessons/{lesson}/enrollments",
+        json={"student_id": student},
+        headers={"Idempotency-Key": key},
+    )
+    assert retried.status_code == 201  # ours, not lesson-full or already-enrolled
+    assert container.app.get_lesson(UUID(lesson)).seats_taken == 1
+
+
+def test_a_lost_puback_is_republished_and_deduplicated(container, migrated) -> None:
+    database_url, nats_url = migrated
+    lesson_with_enrollments(container, 5)
+
+    async def body() -> None:
+        with Proxy(port_of(nats_url)) as proxy:
+            nc = await connect(proxy.url("nats"), name="relay-behind-proxy")
+            js = nc.jetstream()
+            relay = make_relay(container, js, database_url, puback_timeout=1)
+            proxy.set(down="blackhole")  # messages arrive; their PubAcks do not
+            with pytest.raises(TimeoutError):
+                await relay.relay_once()
+            assert relay.position < container.app.recorder.max_notification_id()
+            proxy.set()
+            proxy.reset()  # the client reconnects on a clean stream
+            await relay_all(relay)
+            await nc.close()
+
+    asyncio.run(body())
+    published = stream_event_ids(migrated[1])
+    assert published == expected_event_ids(container)  # each exactly once
+
+
+class LoseAcks(ConsumerRunner):
+    """The first ack after the commit switches the client's outbound path off."""
+
+    proxy: Proxy
+
+    async def _acknowledge(self, msg) -> None:
+        self.proxy.set(up="blackhole")
+        await super()._acknowledge(msg)
+
+
+def test_a_lost_ack_is_redelivered_and_absorbed_by_the_inbox(
+    container, migrated
+) -> None:
+    database_url, nats_url = migrated
+    name = f"lost-ack-{uuid4().hex[:6]}"
+    lesson_id = lesson_with_enrollments(container, 3)
+
+    def confirmed() -> int:
+        with container.engine.connect() as conn:
+            return (
+                conn.execute(
+                    statistics.lessons.select().where(
+                        statistics.lessons.c.lesson_id == lesson_id
+                    )
+                )
+                .one()
+                .confirmed
+            )
+
+    async def body() -> tuple:
+        direct = await connect(nats_url, name="direct")
+        await relay_all(make_relay(container, direct.jetstream(), database_url))
+        await ensure_consumer(direct.jetstream(), name, ack_wait=1)
+        with Proxy(port_of(nats_url)) as proxy:
+            nc = await connect(proxy.url("nats"), name="consumer-behind-proxy")
+            js = nc.jetstream()
+            sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+            losing = LoseAcks(name=name, apply=statistics.apply, js=js,
+                              engine=container.engine, fetch_timeout=1)  # fmt: skip
+            losing.proxy = proxy
+            first = await losing.poll(sub)
+            after_first = confirmed()
+            proxy.set()
+            proxy.reset()
+            await asyncio.sleep(1.5)  # past ack_wait: the server redelivers
+            runner = ConsumerRunner(
+                name=name, apply=statistics.apply, js=js, engine=container.engine,
+                fetch_timeout=1,
+            )  # fmt: skip
+            again = await runner.poll(sub)
+            await nc.close()
+        await direct.close()
+        return first, after_first, again
+
+    first, after_first, again = asyncio.run(body())
+    assert first.applied > 0
+    assert again.duplicates == first.applied
+    assert again.applied == 0
+    assert confirmed() == after_first == 3
