@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 
+import hypothesis  # noqa: F401 - see below
 import pytest
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.nats.streams import connect
 from entrypoints import bootstrap
 from tests import servers
+
+# Imported early on purpose: when the first import of hypothesis happens in pytest's
+# terminal summary (a run without any hypothesis test), CPython 3.11.7's ast.parse
+# fails there with "AST constructor recursion depth mismatch".
 
 
 @pytest.fixture(scope="session")
