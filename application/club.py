@@ -93,6 +93,7 @@ class ClubApplication(Application[UUID]):
                 lesson_id=cmd.lesson_id,
                 student_id=cmd.student_id,
                 request_id=cmd.request_id,
+                lesson_starts_at=lesson.starts_at,
             )
             try:
                 self.save(lesson, enrollment)

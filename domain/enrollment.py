@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
@@ -16,6 +18,13 @@ class Enrollment(Aggregate):
         lesson_id: UUID
         student_id: str
         request_id: str
+        lesson_starts_at: datetime | None  # v2: copied so notices need no lookup
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["lesson_starts_at"] = None  # not recorded before v2
 
     class Cancelled(Aggregate.Event):
         # Self-contained, so a consumer needs no state to know whose seat it was.
@@ -30,21 +39,30 @@ class Enrollment(Aggregate):
         lesson_id: UUID,
         student_id: str,
         request_id: str,
+        lesson_starts_at: datetime | None,
     ) -> None:
         self.lesson_id = lesson_id
         self.student_id = student_id
         self.request_id = request_id
+        self.lesson_starts_at = lesson_starts_at
         self.cancelled = False
 
     @classmethod
     def confirm(
-        cls, *, enrollment_id: UUID, lesson_id: UUID, student_id: str, request_id: str
+        cls,
+        *,
+        enrollment_id: UUID,
+        lesson_id: UUID,
+        student_id: str,
+        request_id: str,
+        lesson_starts_at: datetime | None = None,
     ) -> Enrollment:
         return cls(
             id=enrollment_id,
             lesson_id=lesson_id,
             student_id=student_id,
             request_id=request_id,
+            lesson_starts_at=lesson_starts_at,
         )
 
     @property

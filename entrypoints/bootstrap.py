@@ -15,7 +15,7 @@ from adapters.postgres.idempotency import IdempotencyStore
 from adapters.postgres.students import SqlStudentDirectory
 from application.club import ClubApplication
 from application.contracts.envelope import Envelope
-from projections import statistics
+from projections import rosters, statistics
 
 MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time
 
@@ -23,6 +23,7 @@ MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time
 PROJECTIONS: dict[
     str, tuple[sa.MetaData, Callable[[sa.Connection, Envelope], None]]
 ] = {
+    rosters.NAME: (rosters.metadata, rosters.apply),
     statistics.NAME: (statistics.metadata, statistics.apply),
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from typing import Any
 
 from rich.console import Console
@@ -128,6 +129,55 @@ def _projector(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _rebuild(settings: Settings, args: argparse.Namespace) -> int:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from adapters.postgres.rebuild import Rebuild
+
+    database_url, _ = settings.require_services()
+    container = bootstrap.build(database_url, pool_size=2)
+    metadata, apply = bootstrap.PROJECTIONS[args.name]
+    rebuild = Rebuild(
+        engine=container.engine,
+        recorder=container.app.recorder,
+        mapper=container.app.mapper,
+        name=args.name,
+        metadata=metadata,
+        apply=apply,
+    )
+    columns = (
+        TextColumn(f"rebuilding {args.name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("notifications"),
+        TextColumn("{task.fields[rate]:,.0f} events/s"),
+        TimeRemainingColumn(),
+    )
+    try:
+        with Progress(*columns) as bar:
+            task = bar.add_task("rebuild", total=None, rate=0.0)
+            started = time.perf_counter()
+
+            def progress(done: int, total: int) -> None:
+                rate = rebuild.events_applied / (time.perf_counter() - started)
+                bar.update(task, completed=done, total=total, rate=rate)
+
+            report = rebuild.run(progress)
+    finally:
+        container.close()
+    print(
+        f"club: {args.name} rebuilt from the event store: {report.events} events in "
+        f"{report.seconds:.1f}s ({report.rate:,.0f} events/s); now serving"
+    )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="club", description=__doc__)
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -150,6 +200,13 @@ def _parser() -> argparse.ArgumentParser:
     projector = sub.add_parser("projector", help="one read-model projection")
     projector.add_argument("name", choices=sorted(bootstrap.PROJECTIONS))
     projector.set_defaults(run=_projector)
+    projections = sub.add_parser("projections", help="read-model maintenance")
+    projections_sub = projections.add_subparsers(required=True, metavar="ACTION")
+    rebuild = projections_sub.add_parser(
+        "rebuild", help="rebuild from the start of the event store, then switch"
+    )
+    rebuild.add_argument("name", choices=sorted(bootstrap.PROJECTIONS))
+    rebuild.set_defaults(run=_rebuild)
     return parser
 
 

@@ -37,7 +37,7 @@ from entrypoints.schemas import (
     StudentIn,
     StudentOut,
 )
-from projections import statistics
+from projections import rosters, statistics
 
 log = structlog.get_logger()
 MAX_KEY_LENGTH = 255
@@ -140,16 +140,26 @@ def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
             status=view.status,
         )
 
+    @api.get("/lessons/{lesson_id}/roster")
+    def get_roster(lesson_id: UUID) -> dict[str, Any]:
+        lesson = app.get_lesson(lesson_id)  # 404 for a lesson that does not exist
+        with container.engine.begin() as conn:
+            position = _position(conn, rosters.NAME)
+            students = rosters.read(conn, lesson_id)
+        return {
+            "lesson_id": str(lesson_id),
+            "title": lesson.title,
+            "position": position,
+            "students": students,
+        }
+
     @api.get("/statistics")
     def get_statistics() -> dict[str, Any]:
         with container.engine.begin() as conn:
-            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            position = conn.execute(
-                sa.select(consumer_positions.c.stream_seq).where(
-                    consumer_positions.c.consumer == statistics.NAME
-                )
-            ).scalar()
-            return {"position": position or 0, **statistics.read(conn)}
+            return {
+                "position": _position(conn, statistics.NAME),
+                **statistics.read(conn),
+            }
 
     @api.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -176,6 +186,17 @@ def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return BodyLimit(api)  # type: ignore[return-value]
+
+
+def _position(conn: sa.Connection, consumer: str) -> int:
+    """The stream sequence a read model reflects, read in the same snapshot."""
+    conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    position = conn.execute(
+        sa.select(consumer_positions.c.stream_seq).where(
+            consumer_positions.c.consumer == consumer
+        )
+    ).scalar()
+    return int(position or 0)
 
 
 def _lesson_out(lesson: Lesson) -> LessonOut:

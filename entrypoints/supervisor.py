@@ -26,6 +26,7 @@ from entrypoints.settings import Settings
 ROLES: tuple[tuple[str, ...], ...] = (
     ("api",),
     ("relay",),
+    ("projector", "rosters"),
     ("projector", "statistics"),
 )
 MAX_BACKOFF_S = 10.0

@@ -14,7 +14,7 @@ from sqlalchemy.dialects.postgresql import UUID, insert
 from application.contracts.envelope import Envelope
 from application.contracts.events import (
     EnrollmentCancelledV1,
-    EnrollmentConfirmedV1,
+    EnrollmentConfirmedV2,
     LessonScheduledV1,
 )
 from application.contracts.mapping import decode
@@ -39,7 +39,7 @@ def apply(conn: sa.Connection, envelope: Envelope) -> None:
         case LessonScheduledV1():
             values: dict[str, Any] = {"title": event.title, "capacity": event.capacity}
             _upsert(conn, event.lesson_id, values, values)
-        case EnrollmentConfirmedV1():
+        case EnrollmentConfirmedV2():
             _bump(conn, event.lesson_id, "confirmed")
         case EnrollmentCancelledV1():
             _bump(conn, event.lesson_id, "cancelled")

@@ -19,6 +19,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "api": ("api",),
     "relay": ("relay",),
     "projector": ("projector", "statistics"),
+    "rosters": ("projector", "rosters"),
 }
 # Faults must resolve in seconds, not in production's tens of seconds.
 FAST_FAULTS = {

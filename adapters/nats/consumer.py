@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Callable
-from uuid import UUID
 
 import attrs
 import sqlalchemy as sa
@@ -21,28 +19,24 @@ import structlog
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
-from sqlalchemy.dialects.postgresql import insert
 
 from adapters.crash import crash_point
 from adapters.metrics import CONTRACT_CONFLICTS, DEAD_LETTERS
 from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, ensure_consumer
-from adapters.postgres.tables import consumer_positions, inbox
+from adapters.postgres.inbox import Apply, Delivery, apply_batch
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.mapping import UnknownSchemaError, decode
 
 log = structlog.get_logger()
 
-Apply = Callable[[sa.Connection, Envelope], None]
 NAK_DELAY_S = 2.0
 
 
 @attrs.frozen
 class Incoming:
     msg: Msg
-    stream_seq: int
-    digest: bytes
-    envelope: Envelope
+    delivery: Delivery
 
 
 @attrs.frozen
@@ -106,7 +100,7 @@ class ConsumerRunner:
         crash_point("consumer.after_receive")
         read = [_read(msg) for msg in msgs]
         readable = [item for item in read if isinstance(item, Incoming)]
-        last_seq = max((item.stream_seq for item in read), default=0)
+        last_seq = max((_seq(item) for item in read), default=0)
         try:
             outcome = await asyncio.to_thread(self._commit, readable, last_seq)
         except TRANSIENT as e:
@@ -130,35 +124,32 @@ class ConsumerRunner:
 
     def _commit(self, batch: list[Incoming], last_seq: int) -> BatchOutcome:
         """Inbox rows, effects and position in one transaction."""
-        outcome = BatchOutcome()
         with self._engine.begin() as conn:
-            owners, recorded = _claim(conn, self.name, batch)
-            for item in batch:
-                event_id = item.envelope.event_id
-                if owners.get(event_id) is item:
-                    self._apply(conn, item.envelope)
-                    outcome.applied += 1
-                elif recorded[event_id] == item.digest:
-                    outcome.duplicates += 1  # a redelivery or a republish: no effect
-                else:
-                    outcome.dead.append(self._conflict(item))
-            if last_seq:
-                _advance(conn, self.name, last_seq)
-        return outcome
+            result = apply_batch(
+                conn,
+                self.name,
+                [item.delivery for item in batch],
+                self._apply,
+                last_seq,
+            )
+        return BatchOutcome(
+            applied=result.applied,
+            duplicates=result.duplicates,
+            dead=[self._conflict(batch[index]) for index in result.conflicts],
+        )
 
     def _conflict(self, item: Incoming) -> Unreadable:
         """Same event_id, other content: a broken contract, never a silent skip."""
+        event_id, seq = item.delivery.envelope.event_id, item.delivery.stream_seq
         CONTRACT_CONFLICTS.labels(consumer=self.name).inc()
         log.error(
             "consumer.contract_conflict",
             consumer=self.name,
-            event_id=str(item.envelope.event_id),
-            stream_seq=item.stream_seq,
+            event_id=str(event_id),
+            stream_seq=seq,
         )
-        reason = (
-            f"contract-conflict: event {item.envelope.event_id} seen with other content"
-        )
-        return Unreadable(item.msg, item.stream_seq, reason)
+        reason = f"contract-conflict: event {event_id} seen with other content"
+        return Unreadable(item.msg, seq, reason)
 
     async def _dead_letter(self, item: Unreadable) -> None:
         """Copy the payload first: a terminated message's advisory carries none."""
@@ -196,55 +187,8 @@ def _read(msg: Msg) -> Incoming | Unreadable:
         return Unreadable(msg, seq, f"malformed: {e}")
     except UnknownSchemaError as e:
         return Unreadable(msg, seq, f"unknown-schema: {e}")
-    return Incoming(msg, seq, hashlib.sha256(msg.data).digest(), envelope)
+    return Incoming(msg, Delivery(envelope, hashlib.sha256(msg.data).digest(), seq))
 
 
-def _claim(
-    conn: sa.Connection, consumer: str, items: list[Incoming]
-) -> tuple[dict[UUID, Incoming], dict[UUID, bytes]]:
-    """Insert inbox rows. Returns the item that owns each newly seen event id, and
-    the recorded body hash of every event id in the batch."""
-    first: dict[UUID, Incoming] = {}
-    for item in items:
-        first.setdefault(item.envelope.event_id, item)
-    if not first:
-        return {}, {}
-    rows = [
-        {
-            "consumer": consumer,
-            "event_id": event_id,
-            "body_sha256": item.digest,
-            "stream_seq": item.stream_seq,
-        }
-        for event_id, item in first.items()
-    ]
-    inserted = conn.execute(
-        insert(inbox).values(rows).on_conflict_do_nothing().returning(inbox.c.event_id)
-    ).scalars()
-    new_ids = set(inserted)
-    owners = {event_id: item for event_id, item in first.items() if event_id in new_ids}
-    recorded = {event_id: item.digest for event_id, item in owners.items()}
-    seen_before = [event_id for event_id in first if event_id not in new_ids]
-    if seen_before:
-        found = conn.execute(
-            sa.select(inbox.c.event_id, inbox.c.body_sha256).where(
-                (inbox.c.consumer == consumer) & inbox.c.event_id.in_(seen_before)
-            )
-        )
-        recorded |= {event_id: bytes(digest) for event_id, digest in found}
-    return owners, recorded
-
-
-def _advance(conn: sa.Connection, consumer: str, stream_seq: int) -> None:
-    stmt = insert(consumer_positions).values(consumer=consumer, stream_seq=stream_seq)
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[consumer_positions.c.consumer],
-            set_={
-                "stream_seq": sa.func.greatest(
-                    consumer_positions.c.stream_seq, stmt.excluded.stream_seq
-                ),
-                "updated_at": sa.func.now(),
-            },
-        )
-    )
+def _seq(item: Incoming | Unreadable) -> int:
+    return item.delivery.stream_seq if isinstance(item, Incoming) else item.stream_seq

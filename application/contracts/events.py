@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar
 from uuid import UUID
@@ -25,7 +26,7 @@ class LessonScheduledV1:
             "lesson_id": str(self.lesson_id),
             "title": self.title,
             "capacity": self.capacity,
-            "starts_at": self.starts_at.isoformat().replace("+00:00", "Z"),
+            "starts_at": _rfc3339(self.starts_at),
             "price_cents": self.price_cents,
         }
 
@@ -66,6 +67,50 @@ class EnrollmentConfirmedV1:
 
 
 @attrs.frozen(kw_only=True)
+class EnrollmentConfirmedV2:
+    """v2 adds when the lesson starts, so a confirmation needs no second lookup.
+
+    Optional: enrollments recorded before v2 did not keep it.
+    """
+
+    TYPE: ClassVar[str] = "EnrollmentConfirmed"
+    VERSION: ClassVar[int] = 2
+
+    enrollment_id: UUID
+    lesson_id: UUID
+    student_id: str
+    lesson_starts_at: datetime | None
+
+    def to_data(self) -> dict[str, Any]:
+        starts = self.lesson_starts_at
+        return {
+            "enrollment_id": str(self.enrollment_id),
+            "lesson_id": str(self.lesson_id),
+            "student_id": self.student_id,
+            "lesson_starts_at": None if starts is None else _rfc3339(starts),
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> EnrollmentConfirmedV2:
+        starts = data["lesson_starts_at"]
+        return cls(
+            enrollment_id=UUID(data["enrollment_id"]),
+            lesson_id=UUID(data["lesson_id"]),
+            student_id=str(data["student_id"]),
+            lesson_starts_at=None if starts is None else datetime.fromisoformat(starts),
+        )
+
+    @classmethod
+    def upcast(cls, old: EnrollmentConfirmedV1) -> EnrollmentConfirmedV2:
+        return cls(
+            enrollment_id=old.enrollment_id,
+            lesson_id=old.lesson_id,
+            student_id=old.student_id,
+            lesson_starts_at=None,
+        )
+
+
+@attrs.frozen(kw_only=True)
 class EnrollmentCancelledV1:
     TYPE: ClassVar[str] = "EnrollmentCancelled"
     VERSION: ClassVar[int] = 1
@@ -90,10 +135,26 @@ class EnrollmentCancelledV1:
         )
 
 
-PublishedEvent = LessonScheduledV1 | EnrollmentConfirmedV1 | EnrollmentCancelledV1
+# What consumers see: the current version of each event type.
+CurrentEvent = LessonScheduledV1 | EnrollmentConfirmedV2 | EnrollmentCancelledV1
+PublishedEvent = CurrentEvent | EnrollmentConfirmedV1
 
-# Every (type, schema_version) ever published, so a consumer can read each one.
-KNOWN: dict[tuple[str, int], type[PublishedEvent]] = {
-    (cls.TYPE, cls.VERSION): cls
-    for cls in (LessonScheduledV1, EnrollmentConfirmedV1, EnrollmentCancelledV1)
+# Every (type, schema_version) ever published, and how to read it as current.
+READERS: dict[tuple[str, int], Callable[[dict[str, Any]], CurrentEvent]] = {
+    ("LessonScheduled", 1): LessonScheduledV1.from_data,
+    ("EnrollmentConfirmed", 1): lambda data: EnrollmentConfirmedV2.upcast(
+        EnrollmentConfirmedV1.from_data(data)
+    ),
+    ("EnrollmentConfirmed", 2): EnrollmentConfirmedV2.from_data,
+    ("EnrollmentCancelled", 1): EnrollmentCancelledV1.from_data,
 }
+EVERY_VERSION: tuple[type[PublishedEvent], ...] = (
+    LessonScheduledV1,
+    EnrollmentConfirmedV1,
+    EnrollmentConfirmedV2,
+    EnrollmentCancelledV1,
+)
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")

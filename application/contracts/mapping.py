@@ -7,9 +7,10 @@ from typing import Any
 
 from application.contracts.envelope import Envelope
 from application.contracts.events import (
-    KNOWN,
+    READERS,
+    CurrentEvent,
     EnrollmentCancelledV1,
-    EnrollmentConfirmedV1,
+    EnrollmentConfirmedV2,
     LessonScheduledV1,
     PublishedEvent,
 )
@@ -32,9 +33,12 @@ def _lesson_scheduled(e: Lesson.Scheduled) -> LessonScheduledV1:
     )
 
 
-def _enrollment_confirmed(e: Enrollment.Confirmed) -> EnrollmentConfirmedV1:
-    return EnrollmentConfirmedV1(
-        enrollment_id=e.originator_id, lesson_id=e.lesson_id, student_id=e.student_id
+def _enrollment_confirmed(e: Enrollment.Confirmed) -> EnrollmentConfirmedV2:
+    return EnrollmentConfirmedV2(
+        enrollment_id=e.originator_id,
+        lesson_id=e.lesson_id,
+        student_id=e.student_id,
+        lesson_starts_at=e.lesson_starts_at,
     )
 
 
@@ -72,14 +76,17 @@ def to_envelope(domain_event: Any) -> Envelope | None:
     )
 
 
-def decode(envelope: Envelope) -> PublishedEvent:
-    """The typed event inside an envelope; unknown types and versions are refused."""
-    cls = KNOWN.get((envelope.type, envelope.schema_version))
-    if cls is None:
+def decode(envelope: Envelope) -> CurrentEvent:
+    """The event inside an envelope, upcast to its current version.
+
+    Unknown types and versions are refused, never guessed.
+    """
+    read = READERS.get((envelope.type, envelope.schema_version))
+    if read is None:
         msg = f"no reader for {envelope.type} v{envelope.schema_version}"
         raise UnknownSchemaError(msg)
     try:
-        return cls.from_data(envelope.data)
+        return read(envelope.data)
     except (KeyError, ValueError, TypeError) as e:
         msg = f"{envelope.type} v{envelope.schema_version} data is malformed: {e}"
         raise UnknownSchemaError(msg) from e

@@ -46,7 +46,7 @@ def test_stream_holds_one_message_per_event_with_contract_headers(
         assert msg.subject == envelope.subject
         assert msg.headers["Nats-Msg-Id"] == str(envelope.event_id)
         assert msg.headers["Club-Event-Type"] == envelope.type
-        assert msg.headers["Club-Schema-Version"] == "1"
+        assert msg.headers["Club-Schema-Version"] == str(envelope.schema_version)
         body = json.loads(msg.data)
         assert body["event_id"] == str(envelope.event_id)
         assert body["aggregate_version"] == envelope.aggregate_version

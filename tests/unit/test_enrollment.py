@@ -1,8 +1,12 @@
 """The Enrollment aggregate and the student profile rules."""
 
+import json
+from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
+from eventsourcing.application import Application
+from eventsourcing.persistence import StoredEvent
 
 from domain.enrollment import Enrollment
 from domain.errors import EnrollmentCancelledError, InvalidStudentProfileError
@@ -65,3 +69,27 @@ def test_profile_trims_and_keeps_a_valid_address() -> None:
 def test_profile_refuses_malformed_fields(student_id, email, name) -> None:
     with pytest.raises(InvalidStudentProfileError):
         StudentProfile.create(student_id=student_id, email=email, name=name)
+
+
+def test_a_stored_v1_confirmation_is_upcast_with_no_lesson_start() -> None:
+    """Internal events evolve by class_version; old stored ones still load."""
+    app = Application()
+    enrollment = Enrollment.confirm(
+        enrollment_id=uuid4(), lesson_id=LESSON, student_id="s-1", request_id="k",
+        lesson_starts_at=datetime(2026, 12, 1, tzinfo=UTC),
+    )  # fmt: skip
+    [confirmed] = enrollment.collect_events()
+    stored = app.mapper.to_stored_event(confirmed)
+    state = json.loads(stored.state)
+    assert state.pop("class_version") == 2
+    del state["lesson_starts_at"]  # exactly what a v1 event held
+    as_v1 = StoredEvent(
+        originator_id=stored.originator_id,
+        originator_version=stored.originator_version,
+        topic=stored.topic,
+        state=json.dumps(state).encode(),
+    )
+    loaded = app.mapper.to_domain_event(as_v1)
+    assert isinstance(loaded, Enrollment.Confirmed)
+    assert loaded.lesson_starts_at is None
+    assert loaded.student_id == "s-1"

@@ -1,0 +1,118 @@
+"""Apply a batch of deliveries exactly once per consumer: inbox + effect + position.
+
+One call runs inside the caller's transaction: it claims an inbox row per event id,
+applies the effect of each event seen for the first time, recognises redeliveries by
+the same body hash, reports conflicts (same id, other content), and moves the
+consumer's position. The NATS runner, projection rebuilds and the property tests all
+go through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from uuid import UUID
+
+import attrs
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+
+from adapters.postgres.tables import consumer_positions, inbox
+from application.contracts.envelope import Envelope
+
+Apply = Callable[[sa.Connection, Envelope], None]
+
+
+@attrs.frozen
+class Delivery:
+    envelope: Envelope
+    digest: bytes  # sha256 of the message body as delivered
+    stream_seq: int
+
+
+@attrs.define
+class Applied:
+    applied: int = 0
+    duplicates: int = 0
+    conflicts: list[int] = attrs.Factory(list)  # indexes into the batch
+
+
+def apply_batch(
+    conn: sa.Connection,
+    consumer: str,
+    batch: Sequence[Delivery],
+    apply: Apply,
+    position: int = 0,
+) -> Applied:
+    outcome = Applied()
+    consumer_lock(conn, consumer)
+    owners, recorded = _claim(conn, consumer, batch)
+    for index, delivery in enumerate(batch):
+        event_id = delivery.envelope.event_id
+        if owners.get(event_id) is delivery:
+            apply(conn, delivery.envelope)
+            outcome.applied += 1
+        elif recorded[event_id] == delivery.digest:
+            outcome.duplicates += 1  # a redelivery or a republish: no effect
+        else:
+            outcome.conflicts.append(index)
+    if position:
+        advance(conn, consumer, position)
+    return outcome
+
+
+def consumer_lock(conn: sa.Connection, consumer: str) -> None:
+    """Serialise one consumer's transactions (and a rebuild's switch) with each
+    other, so they never interleave their inbox, effect and position writes."""
+    key = sa.func.hashtext(f"club-consumer:{consumer}")
+    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+
+
+def _claim(
+    conn: sa.Connection, consumer: str, batch: Sequence[Delivery]
+) -> tuple[dict[UUID, Delivery], dict[UUID, bytes]]:
+    """Insert inbox rows. Returns the delivery that owns each newly seen event id,
+    and the recorded body hash of every event id in the batch."""
+    first: dict[UUID, Delivery] = {}
+    for delivery in batch:
+        first.setdefault(delivery.envelope.event_id, delivery)
+    if not first:
+        return {}, {}
+    rows = [
+        {
+            "consumer": consumer,
+            "event_id": event_id,
+            "body_sha256": delivery.digest,
+            "stream_seq": delivery.stream_seq,
+        }
+        for event_id, delivery in first.items()
+    ]
+    inserted = conn.execute(
+        insert(inbox).values(rows).on_conflict_do_nothing().returning(inbox.c.event_id)
+    ).scalars()
+    new_ids = set(inserted)
+    owners = {event_id: d for event_id, d in first.items() if event_id in new_ids}
+    recorded = {event_id: d.digest for event_id, d in owners.items()}
+    seen_before = [event_id for event_id in first if event_id not in new_ids]
+    if seen_before:
+        found = conn.execute(
+            sa.select(inbox.c.event_id, inbox.c.body_sha256).where(
+                (inbox.c.consumer == consumer) & inbox.c.event_id.in_(seen_before)
+            )
+        )
+        recorded |= {event_id: bytes(digest) for event_id, digest in found}
+    return owners, recorded
+
+
+def advance(conn: sa.Connection, consumer: str, stream_seq: int) -> None:
+    stmt = insert(consumer_positions).values(consumer=consumer, stream_seq=stream_seq)
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[consumer_positions.c.consumer],
+            set_={
+                "stream_seq": sa.func.greatest(
+                    consumer_positions.c.stream_seq, stmt.excluded.stream_seq
+                ),
+                "updated_at": sa.func.now(),
+            },
+        )
+    )

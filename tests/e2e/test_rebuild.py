@@ -1,0 +1,116 @@
+"""`club projections rebuild` while enrollments keep arriving and the API serves."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from uuid import UUID
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from adapters.postgres.tables import inbox
+from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
+from application.contracts.mapping import decode, to_envelope
+from projections import rosters, statistics
+from tests.faults.workload import Enroller, expected_event_ids
+from tests.servers import scratch_dir
+from tests.stack import Stack, eventually
+
+
+@pytest.fixture(scope="module")
+def stack(migrated) -> Iterator[Stack]:
+    stack = Stack(*migrated, scratch_dir("club-rebuild-logs-"))
+    stack.start_all()
+    yield stack
+    stack.stop_all()
+
+
+def truth(container) -> tuple[Counter, dict[UUID, str]]:
+    """From the event store: confirmed per lesson, and each enrollment's status."""
+    confirmed: Counter = Counter()
+    status: dict[UUID, str] = {}
+    app = container.app
+    for n in app.recorder.select_notifications(start=1, limit=10**7):
+        envelope = to_envelope(app.mapper.to_domain_event(n))
+        if envelope is None:
+            continue
+        match decode(envelope):
+            case EnrollmentConfirmedV2(lesson_id=lesson, enrollment_id=enrollment):
+                confirmed[lesson] += 1
+                status[enrollment] = "confirmed"
+            case EnrollmentCancelledV1(enrollment_id=enrollment):
+                status[enrollment] = "cancelled"
+    return confirmed, status
+
+
+def read_models(container) -> tuple[Counter, dict[UUID, str]]:
+    with container.engine.connect() as conn:
+        confirmed = Counter(
+            {
+                r.lesson_id: r.confirmed
+                for r in conn.execute(sa.select(statistics.lessons))
+                if r.confirmed
+            }
+        )
+        status = {
+            r.enrollment_id: r.status for r in conn.execute(sa.select(rosters.entries))
+        }
+    return confirmed, status
+
+
+def rebuild(stack, name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoints.cli", "projections", "rebuild", name],
+        env=stack.env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_rebuilds_equal_the_live_models_while_enrollments_keep_arriving(
+    stack, container
+) -> None:
+    warm_up = Enroller(stack.base, count=150)
+    warm_up.start()
+    warm_up.join(60)
+    assert warm_up.error is None
+
+    serving: list[int] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        with httpx.Client(base_url=stack.base, timeout=10) as http:
+            lesson_id = warm_up.lessons[0][0]
+            while not stop.is_set():
+                serving.append(http.get("/statistics").status_code)
+                serving.append(http.get(f"/lessons/{lesson_id}/roster").status_code)
+
+    workload = Enroller(stack.base, count=150)
+    threads = [workload, threading.Thread(target=reader, daemon=True)]
+    for thread in threads:
+        thread.start()
+    results = [rebuild(stack, "rosters"), rebuild(stack, "statistics")]
+    workload.join(60)
+    stop.set()
+    threads[1].join(10)
+
+    for result in results:
+        assert result.returncode == 0, result.stderr
+        assert "rebuilt from the event store" in result.stdout
+    assert workload.error is None
+    assert set(serving) == {200}  # the API served throughout
+    eventually(lambda: read_models(container) == truth(container), timeout=30)
+    with container.engine.connect() as conn:
+        for name in ("rosters", "statistics"):
+            rows = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(inbox)
+                .where(inbox.c.consumer == name)
+            ).scalar_one()
+            assert rows == len(expected_event_ids(container))  # each event once
+    roster = httpx.get(f"{stack.base}/lessons/{warm_up.lessons[0][0]}/roster").json()
+    assert roster["position"] > 0
+    assert len(roster["students"]) == truth(container)[0][UUID(warm_up.lessons[0][0])]
