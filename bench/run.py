@@ -33,6 +33,7 @@ from adapters.embedded.process import free_port
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from application.commands import ScheduleLesson
 from application.contracts.mapping import to_envelope
+from bench.rebuild import load_notifications, raw_read_rate, rebuild_rate
 from domain.enrollment import Enrollment
 from domain.student import StudentProfile
 from entrypoints import bootstrap
@@ -43,6 +44,7 @@ from tests.stack import club_env, wait_ready
 RUNS = 3
 HTTP_REQUESTS = 400  # per run, shared by the clients
 RELAY_BACKLOG = 5_000  # enrollments; each adds one published event
+REBUILD_NOTIFICATIONS = 100_000
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 
 
@@ -210,6 +212,13 @@ def main() -> int:
             "club": summary(relay_rate(container, database_url, nats_url)),
             "raw": summary(raw_publish_rate(container, nats_url)),
             "raw_is": "nats-py publish_async of the same envelopes, batches of 500",
+        }
+        load_notifications(container, REBUILD_NOTIFICATIONS)
+        results["rebuild_statistics_per_s"] = {
+            "club": summary([rebuild_rate(container) for _ in range(RUNS)]),
+            "raw": summary([raw_read_rate(container) for _ in range(RUNS)]),
+            "raw_is": "select_notifications of the same log, batches of 2000",
+            "note": "club counts published events; raw counts notifications (x2)",
         }
         container.close()
     finally:

@@ -1,12 +1,16 @@
 """The teacher's roster: who holds a seat in each lesson.
 
 Events of one enrollment may arrive out of order (a republish, a redelivery after a
-later event): each row keeps the newest aggregate version it has seen, and a stale
-event never overwrites what a newer one said. `apply` never commits; the runner does.
+later event). Each row keeps the newest aggregate version it has seen, and rows merge
+field by field: the newest event that carries a field wins, and an older event still
+fills what only it carries (a confirmation arriving after its cancellation adds
+`enrolled_at`). The merge is the same in Python (within a batch) and in SQL (against
+the stored row), so any arrival order gives the same roster. `apply` never commits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -31,13 +35,41 @@ entries = sa.Table(
     sa.Column("enrolled_at", sa.DateTime(timezone=True)),
     sa.Column("version", sa.Integer, nullable=False),  # the enrollment's version
 )
+FIELDS = ("lesson_id", "student_id", "status", "lesson_starts_at", "enrolled_at")
 
 
-def apply(conn: sa.Connection, envelope: Envelope) -> None:
+def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
+    merged: dict[UUID, dict[str, Any]] = {}
+    for envelope in sorted(envelopes, key=lambda e: e.aggregate_version):
+        change = _change(envelope)
+        if change is not None:
+            row = merged.setdefault(change["enrollment_id"], dict.fromkeys(FIELDS))
+            row.update({k: v for k, v in change.items() if v is not None})
+    if not merged:
+        return
+    stmt = pg.insert(entries).values(list(merged.values()))
+    new, old = stmt.excluded, entries.c
+    newer = old.version < new.version
+    set_ = {
+        k: sa.case(
+            (newer, sa.func.coalesce(new[k], old[k])),
+            else_=sa.func.coalesce(old[k], new[k]),
+        )
+        for k in FIELDS
+    }
+    set_["version"] = sa.func.greatest(old.version, new.version)
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=[old.enrollment_id], set_=set_)
+    )
+
+
+def _change(envelope: Envelope) -> dict[str, Any] | None:
     event = decode(envelope)
     match event:
         case EnrollmentConfirmedV2():
-            values: dict[str, Any] = {
+            return {
+                "enrollment_id": event.enrollment_id,
+                "version": envelope.aggregate_version,
                 "lesson_id": event.lesson_id,
                 "student_id": event.student_id,
                 "status": "confirmed",
@@ -45,40 +77,14 @@ def apply(conn: sa.Connection, envelope: Envelope) -> None:
                 "enrolled_at": envelope.occurred_at,
             }
         case EnrollmentCancelledV1():
-            values = {
+            return {
+                "enrollment_id": event.enrollment_id,
+                "version": envelope.aggregate_version,
                 "lesson_id": event.lesson_id,
                 "student_id": event.student_id,
                 "status": "cancelled",
             }
-        case _:
-            return
-    _newer_wins(conn, event.enrollment_id, envelope.aggregate_version, values)
-
-
-def _newer_wins(
-    conn: sa.Connection, enrollment_id: UUID, version: int, values: dict[str, Any]
-) -> None:
-    """Merge by version, in any arrival order: for each field the newest event that
-    carries it wins, and an older event still fills what only it carries (a
-    confirmation arriving after its cancellation adds `enrolled_at`)."""
-    stmt = pg.insert(entries).values(
-        enrollment_id=enrollment_id, version=version, **values
-    )
-    new, old = stmt.excluded, entries.c
-    newer = old.version < new.version
-    merged = {
-        k: sa.case(
-            (newer, sa.func.coalesce(new[k], old[k])),
-            else_=sa.func.coalesce(old[k], new[k]),
-        )
-        for k in values
-    }
-    merged["version"] = sa.func.greatest(old.version, new.version)
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[entries.c.enrollment_id], set_=merged
-        )
-    )
+    return None
 
 
 def read(conn: sa.Connection, lesson_id: UUID) -> list[dict[str, Any]]:

@@ -1,15 +1,20 @@
 """The statistics read model: enrollments per lesson and in total.
 
-`apply` never commits: the consumer runner writes the inbox row, this effect and
+`apply` never commits: the consumer runner writes the inbox rows, this effect and
 the stream position in one transaction, so a redelivered event changes nothing.
+A batch becomes one statement: counts are summed per lesson first (they commute,
+so arrival order does not matter).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import UUID, insert
+from sqlalchemy.dialects import postgresql as pg
 
 from application.contracts.envelope import Envelope
 from application.contracts.events import (
@@ -25,7 +30,7 @@ metadata = sa.MetaData()
 lessons = sa.Table(
     "statistics_lessons",
     metadata,
-    sa.Column("lesson_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("lesson_id", pg.UUID(as_uuid=True), primary_key=True),
     sa.Column("title", sa.Text),
     sa.Column("capacity", sa.Integer),
     sa.Column("confirmed", sa.Integer, nullable=False, server_default="0"),
@@ -33,32 +38,45 @@ lessons = sa.Table(
 )
 
 
-def apply(conn: sa.Connection, envelope: Envelope) -> None:
-    event = decode(envelope)
-    match event:
-        case LessonScheduledV1():
-            values: dict[str, Any] = {"title": event.title, "capacity": event.capacity}
-            _upsert(conn, event.lesson_id, values, values)
-        case EnrollmentConfirmedV2():
-            _bump(conn, event.lesson_id, "confirmed")
-        case EnrollmentCancelledV1():
-            _bump(conn, event.lesson_id, "cancelled")
-
-
-def _bump(conn: sa.Connection, lesson_id: Any, counter: str) -> None:
-    column = lessons.c[counter]
-    _upsert(conn, lesson_id, {counter: 1}, {counter: column + 1})
-
-
-def _upsert(
-    conn: sa.Connection,
-    lesson_id: Any,
-    insert_values: dict[str, Any],
-    update: dict[str, Any],
-) -> None:
-    stmt = insert(lessons).values(lesson_id=lesson_id, **insert_values)
+def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
+    scheduled: dict[UUID, LessonScheduledV1] = {}
+    confirmed: Counter[UUID] = Counter()
+    cancelled: Counter[UUID] = Counter()
+    for envelope in envelopes:
+        match decode(envelope):
+            case LessonScheduledV1() as event:
+                scheduled[event.lesson_id] = event
+            case EnrollmentConfirmedV2(lesson_id=lesson_id):
+                confirmed[lesson_id] += 1
+            case EnrollmentCancelledV1(lesson_id=lesson_id):
+                cancelled[lesson_id] += 1
+    touched = sorted(scheduled.keys() | confirmed.keys() | cancelled.keys())
+    if not touched:
+        return
+    rows: list[dict[str, Any]] = [
+        {
+            "lesson_id": lesson_id,
+            "title": scheduled[lesson_id].title if lesson_id in scheduled else None,
+            "capacity": scheduled[lesson_id].capacity
+            if lesson_id in scheduled
+            else None,
+            "confirmed": confirmed[lesson_id],
+            "cancelled": cancelled[lesson_id],
+        }
+        for lesson_id in touched
+    ]
+    stmt = pg.insert(lessons).values(rows)
+    new = stmt.excluded
     conn.execute(
-        stmt.on_conflict_do_update(index_elements=[lessons.c.lesson_id], set_=update)
+        stmt.on_conflict_do_update(
+            index_elements=[lessons.c.lesson_id],
+            set_={
+                "title": sa.func.coalesce(new.title, lessons.c.title),
+                "capacity": sa.func.coalesce(new.capacity, lessons.c.capacity),
+                "confirmed": lessons.c.confirmed + new.confirmed,
+                "cancelled": lessons.c.cancelled + new.cancelled,
+            },
+        )
     )
 
 

@@ -19,7 +19,8 @@ from sqlalchemy.dialects.postgresql import insert
 from adapters.postgres.tables import consumer_positions, inbox
 from application.contracts.envelope import Envelope
 
-Apply = Callable[[sa.Connection, Envelope], None]
+# A projection's effect for a batch of first-seen events, in one statement or more.
+Apply = Callable[[sa.Connection, Sequence[Envelope]], None]
 
 
 @attrs.frozen
@@ -46,15 +47,18 @@ def apply_batch(
     outcome = Applied()
     consumer_lock(conn, consumer)
     owners, recorded = _claim(conn, consumer, batch)
+    first_seen = []
     for index, delivery in enumerate(batch):
         event_id = delivery.envelope.event_id
         if owners.get(event_id) is delivery:
-            apply(conn, delivery.envelope)
-            outcome.applied += 1
+            first_seen.append(delivery.envelope)
         elif recorded[event_id] == delivery.digest:
             outcome.duplicates += 1  # a redelivery or a republish: no effect
         else:
             outcome.conflicts.append(index)
+    if first_seen:
+        apply(conn, first_seen)
+        outcome.applied = len(first_seen)
     if position:
         advance(conn, consumer, position)
     return outcome

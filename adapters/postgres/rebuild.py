@@ -98,14 +98,15 @@ class Rebuild:
     def _apply_in_shadow(
         self, conn: sa.Connection, notifications: Sequence[Notification]
     ) -> None:
-        rows = []
-        for notification in notifications:
-            envelope = to_envelope(self._mapper.to_domain_event(notification))
-            if envelope is not None:
-                self._apply(conn, envelope)
-                rows.append(_inbox_row(self.name, envelope))
-                self.events_applied += 1
-        if rows:
+        envelopes = [
+            envelope
+            for notification in notifications
+            if (envelope := to_envelope(self._mapper.to_domain_event(notification)))
+        ]
+        if envelopes:
+            self._apply(conn, envelopes)
+            rows = [_inbox_row(self.name, envelope) for envelope in envelopes]
+            self.events_applied += len(envelopes)
             shadow_inbox = sa.table(
                 "inbox", *(sa.column(c) for c in rows[0]), schema=self.shadow
             )

@@ -129,7 +129,7 @@ def test_live_with_redeliveries_and_interleavings_equals_rebuilt(
     with shadow_engine.begin() as conn:
         for module, *_ in PROJECTIONS:
             for envelope in envelopes:
-                module.apply(conn, envelope)
+                module.apply(conn, [envelope])
     with container.engine.connect() as live, shadow_engine.connect() as rebuilt:
         assert rows(live, *PROJECTIONS[0][1:], lessons)  # real rows are compared
         for _, table, column in PROJECTIONS:
