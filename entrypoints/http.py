@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from uuid import UUID, uuid4
 
 import sqlalchemy as sa
-import structlog
 from fastapi import FastAPI, Header, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from adapters.crash import crash_point
 from adapters.nats.streams import connect
-from adapters.postgres.idempotency import InFlight, Mismatch, Replay, Started
 from adapters.postgres.tables import consumer_positions
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.ids import lesson_id_for
@@ -28,7 +21,8 @@ from domain.lesson import Lesson
 from domain.student import StudentProfile, check_student_id
 from entrypoints.body_limit import BodyLimit
 from entrypoints.bootstrap import Container
-from entrypoints.problems import KNOWN_ERRORS, problem, problem_for
+from entrypoints.idempotent import run_once
+from entrypoints.problems import install_error_handlers, problem
 from entrypoints.schemas import (
     EnrollmentIn,
     EnrollmentOut,
@@ -39,8 +33,6 @@ from entrypoints.schemas import (
 )
 from projections import rosters, statistics
 
-log = structlog.get_logger()
-MAX_KEY_LENGTH = 255
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 
@@ -56,7 +48,7 @@ def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
             await state["nats"].close()
 
     api = FastAPI(title="Club", version="0.1.0", lifespan=lifespan)
-    _install_error_handlers(api)
+    install_error_handlers(api)
     app = container.app
 
     @api.put("/students/{student_id}")
@@ -81,7 +73,7 @@ def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
 
         if key is None:
             return run()
-        return _idempotent(container, request, key, body.model_dump(mode="json"), run)
+        return run_once(container, request, key, body.model_dump(mode="json"), run)
 
     @api.get("/lessons/{lesson_id}")
     def get_lesson(lesson_id: UUID) -> LessonOut:
@@ -118,7 +110,7 @@ def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
             location = f"/enrollments/{view.enrollment_id}"
             return _json(201, out.model_dump(mode="json"), location)
 
-        return _idempotent(container, request, key, body.model_dump(mode="json"), run)
+        return run_once(container, request, key, body.model_dump(mode="json"), run)
 
     @api.post("/enrollments/{enrollment_id}/cancel")
     def cancel_enrollment(enrollment_id: UUID) -> EnrollmentOut:
@@ -217,57 +209,6 @@ def _json(status: int, body: Any, location: str | None = None) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _idempotent(
-    container: Container,
-    request: Request,
-    key: str,
-    body: Any,
-    run: Callable[[], JSONResponse],
-) -> Response:
-    """Run once per key; replay the stored answer to every retry."""
-    if not 0 < len(key) <= MAX_KEY_LENGTH:
-        return problem(
-            400, "invalid-idempotency-key", "Invalid Idempotency-Key",
-            f"the key must be 1 to {MAX_KEY_LENGTH} characters",
-        )  # fmt: skip
-    scope = f"{request.method} {request.scope['route'].path}"
-    canonical = json.dumps([request.url.path, body], sort_keys=True)
-    fingerprint = hashlib.sha256(canonical.encode()).hexdigest()
-    store = container.idempotency
-    match store.begin(scope, key, fingerprint):
-        case Replay(status_code, stored, headers):
-            media = headers.pop("content-type", None)
-            return JSONResponse(stored, status_code, headers=headers, media_type=media)
-        case Mismatch():
-            return problem(
-                422, "idempotency-key-reused", "Idempotency-Key reused",
-                "this key was used with another request body; use a new key",
-            )  # fmt: skip
-        case InFlight():
-            return problem(
-                409, "request-in-flight", "Request in flight",
-                "the first request with this key is still running; retry shortly",
-                headers={"Retry-After": "1"},
-            )  # fmt: skip
-        case Started():
-            pass
-    try:
-        response = run()
-        crash_point(
-            "api.after_commit"
-        )  # committed; the answer is neither stored nor sent
-    except Exception as error:
-        known = problem_for(error)
-        if known is None or known.status_code >= 500:  # noqa: PLR2004
-            store.release(scope, key)  # let the retry run afresh
-            raise
-        response = known
-    headers = {k: v for k, v in response.headers.items() if k in ("location",)}
-    headers["content-type"] = response.media_type or "application/json"
-    store.complete(scope, key, response.status_code, json.loads(response.body), headers)
-    return response
-
-
 def _database_ready(container: Container) -> bool:
     try:
         with container.engine.connect() as conn:
@@ -285,36 +226,3 @@ async def _nats_ready(nc: Any) -> bool:
     except Exception:  # any failure means "not ready", never a 500
         return False
     return True
-
-
-def _install_error_handlers(api: FastAPI) -> None:
-    @api.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
-        title = {404: "Not Found", 405: "Method Not Allowed"}.get(
-            exc.status_code, "Error"
-        )
-        return problem(
-            exc.status_code, None, title, str(exc.detail), headers=exc.headers
-        )
-
-    @api.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> Response:
-        errors = [
-            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors()
-        ]
-        return problem(422, "validation-error", "Invalid request", errors=errors)
-
-    async def known(_: Request, exc: Exception) -> Response:
-        response = problem_for(exc)
-        assert response is not None  # noqa: S101 - registered only for known classes
-        return response
-
-    # Registered one by one: the catch-all below would answer, then re-raise.
-    for cls in KNOWN_ERRORS:
-        api.add_exception_handler(cls, known)
-
-    @api.exception_handler(Exception)
-    async def bug(_: Request, exc: Exception) -> Response:
-        log.exception("http.unhandled", error=repr(exc))
-        return problem(500, "internal-error", "Internal error", "see the server log")

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from eventsourcing.persistence import InterfaceError, OperationalError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from domain.errors import (
@@ -17,6 +21,7 @@ from domain.errors import (
     LessonFullError,
 )
 
+log = structlog.get_logger()
 MEDIA_TYPE = "application/problem+json"
 RETRY_AFTER_S = "2"
 
@@ -82,3 +87,36 @@ KNOWN_ERRORS: tuple[type[BaseException], ...] = (
     *(cls for cls, *_ in KNOWN),
     *TRANSIENT,
 )
+
+
+def install_error_handlers(api: FastAPI) -> None:
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        title = {404: "Not Found", 405: "Method Not Allowed"}.get(
+            exc.status_code, "Error"
+        )
+        return problem(
+            exc.status_code, None, title, str(exc.detail), headers=exc.headers
+        )
+
+    @api.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> Response:
+        errors = [
+            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors()
+        ]
+        return problem(422, "validation-error", "Invalid request", errors=errors)
+
+    async def known(_: Request, exc: Exception) -> Response:
+        response = problem_for(exc)
+        assert response is not None  # noqa: S101 - registered only for known classes
+        return response
+
+    # Registered one by one: the catch-all below would answer, then re-raise.
+    for cls in KNOWN_ERRORS:
+        api.add_exception_handler(cls, known)
+
+    @api.exception_handler(Exception)
+    async def bug(_: Request, exc: Exception) -> Response:
+        log.exception("http.unhandled", error=repr(exc))
+        return problem(500, "internal-error", "Internal error", "see the server log")
