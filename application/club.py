@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections.abc import Sequence
 from uuid import UUID
 
 import attrs
@@ -20,10 +21,11 @@ from eventsourcing.utils import EnvType
 
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
+from application.group_commit import GroupCommit
 from application.ids import enrollment_id_for
 from application.ports import StudentDirectory
 from domain.enrollment import Enrollment
-from domain.errors import EnrollmentCancelledError
+from domain.errors import DomainError, EnrollmentCancelledError
 from domain.lesson import Lesson
 
 MAX_ATTEMPTS = 50
@@ -59,6 +61,9 @@ class ClubApplication(Application[UUID]):
     ) -> None:
         super().__init__(env)
         self.students = students
+        self._enrollments: GroupCommit[EnrollStudent, EnrollmentView] = GroupCommit(
+            self._enroll_group
+        )
 
     def schedule_lesson(self, cmd: ScheduleLesson) -> UUID:
         try:
@@ -78,30 +83,54 @@ class ClubApplication(Application[UUID]):
         return lesson.id
 
     def enroll(self, cmd: EnrollStudent) -> EnrollmentView:
-        """Take a seat and confirm the enrollment in one transaction."""
-        enrollment_id = enrollment_id_for(cmd.lesson_id, cmd.request_id)
+        """Take a seat and confirm the enrollment in one transaction.
+
+        Concurrent enrollments into the same lesson are saved together (group commit):
+        a popular class costs one save per burst, not a storm of version conflicts.
+        """
         if self.students is not None and self.students.get(cmd.student_id) is None:
             raise UnknownStudentError(cmd.student_id)
+        return self._enrollments.submit(cmd.lesson_id, cmd)
+
+    def _enroll_group(
+        self, cmds: Sequence[EnrollStudent]
+    ) -> list[EnrollmentView | BaseException]:
+        """One lesson, many commands: each gets its own view or its own rule error."""
+        lesson_id = cmds[0].lesson_id
         for attempt in range(MAX_ATTEMPTS):
-            existing = self._find_enrollment(enrollment_id)
-            if existing is not None:
-                return _view(existing)  # our own earlier commit, reply was lost
-            lesson = self.get_lesson(cmd.lesson_id)
-            lesson.take_seat(enrollment_id=enrollment_id, student_id=cmd.student_id)
-            enrollment = Enrollment.confirm(
-                enrollment_id=enrollment_id,
-                lesson_id=cmd.lesson_id,
-                student_id=cmd.student_id,
-                request_id=cmd.request_id,
-                lesson_starts_at=lesson.starts_at,
-            )
+            lesson = self.get_lesson(lesson_id)
+            outcomes: list[EnrollmentView | BaseException] = []
+            new: dict[UUID, Enrollment] = {}
+            for cmd in cmds:
+                outcomes.append(self._decide(lesson, cmd, new))
             try:
-                self.save(lesson, enrollment)
+                if new:
+                    self.save(lesson, *new.values())
             except IntegrityError:
-                _back_off(attempt)  # another writer moved the lesson on
+                _back_off(attempt)  # another process moved the lesson on
                 continue
-            return _view(enrollment)
-        raise ContentionError(f"lesson {cmd.lesson_id} is too busy, try again")
+            return outcomes
+        raise ContentionError(f"lesson {lesson_id} is too busy, try again")
+
+    def _decide(
+        self, lesson: Lesson, cmd: EnrollStudent, new: dict[UUID, Enrollment]
+    ) -> EnrollmentView | BaseException:
+        enrollment_id = enrollment_id_for(cmd.lesson_id, cmd.request_id)
+        earlier = new.get(enrollment_id) or self._find_enrollment(enrollment_id)
+        if earlier is not None:
+            return _view(earlier)  # our own earlier commit (its reply was lost)
+        try:
+            lesson.take_seat(enrollment_id=enrollment_id, student_id=cmd.student_id)
+        except DomainError as rule:
+            return rule
+        new[enrollment_id] = Enrollment.confirm(
+            enrollment_id=enrollment_id,
+            lesson_id=cmd.lesson_id,
+            student_id=cmd.student_id,
+            request_id=cmd.request_id,
+            lesson_starts_at=lesson.starts_at,
+        )
+        return _view(new[enrollment_id])
 
     def cancel_enrollment(self, cmd: CancelEnrollment) -> EnrollmentView:
         """Release the seat; cancelling twice is answered like the first time."""

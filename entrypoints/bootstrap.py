@@ -41,9 +41,15 @@ class Container:
 
 
 def build(
-    database_url: str, *, pool_size: int = 10, idempotency_lease: float = 10.0
+    database_url: str,
+    *,
+    pool_size: int = 10,
+    idempotency_lease: float = 10.0,
+    hold_locks_at_most: float | None = None,
 ) -> Container:
-    engine = create_engine(database_url, pool_size=pool_size)
+    engine = create_engine(
+        database_url, pool_size=pool_size, hold_locks_at_most=hold_locks_at_most
+    )
     students = SqlStudentDirectory(engine)
     app = ClubApplication(env=eventsourcing_env(database_url), students=students)
     idempotency = IdempotencyStore(engine, lease_seconds=idempotency_lease)

@@ -56,7 +56,10 @@ def _stop_on_signals() -> asyncio.Event:
 async def _relay(settings: Settings) -> None:
     database_url, nats_url = settings.require_services()
     stop = _stop_on_signals()
-    container = bootstrap.build(database_url, pool_size=2)
+    # A relay paused inside a lease transaction must not block the takeover.
+    container = bootstrap.build(
+        database_url, pool_size=2, hold_locks_at_most=settings.relay_lease_seconds / 2
+    )
     nc = await connect(nats_url, name="club-relay")
     try:
         relay = Relay(

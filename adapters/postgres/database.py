@@ -15,14 +15,25 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
-def create_engine(url: str, *, pool_size: int = 5) -> sa.Engine:
+def create_engine(
+    url: str, *, pool_size: int = 5, hold_locks_at_most: float | None = None
+) -> sa.Engine:
+    """`hold_locks_at_most` (seconds): the server ends a session left idle inside a
+    transaction for longer, and a statement waits no longer for a lock — so a process
+    paused mid-transaction cannot keep others from a row it had locked."""
+    connect_args: dict[str, object] = {"connect_timeout": 5}
+    if hold_locks_at_most is not None:
+        ms = max(1, int(hold_locks_at_most * 1000))
+        connect_args["options"] = (
+            f"-c idle_in_transaction_session_timeout={ms} -c lock_timeout={ms}"
+        )
     return sa.create_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
         pool_timeout=5,
-        connect_args={"connect_timeout": 5},
+        connect_args=connect_args,
     )
 
 

@@ -3,6 +3,13 @@
 A key is claimed with a short lease. A request that dies mid-way leaves the claim
 to expire; its retry then runs again, and the use case itself recognises a commit
 that already happened (the request id is recorded in the event).
+
+These rows are a cache of answers, not the record of what happened (the event store
+is), so they commit without waiting for their WAL flush (`synchronous_commit = off`):
+visibility and locking are unchanged, and a database crash can lose only the last
+fraction of a second of claims and answers, after which a retry runs again and finds
+its enrollment. A durable enrollment's claim is durable too: its commit flushes all
+WAL written before it.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ class IdempotencyStore:
         lease_until = sa.func.now() + self._lease
         where = (keys.c.scope == scope) & (keys.c.key == key)
         with self._engine.begin() as conn:
+            _no_flush_wait(conn)
             claimed = conn.execute(
                 insert(keys)
                 .values(
@@ -88,6 +96,7 @@ class IdempotencyStore:
         headers: dict[str, str] | None = None,
     ) -> None:
         with self._engine.begin() as conn:
+            _no_flush_wait(conn)
             conn.execute(
                 sa.update(keys)
                 .where((keys.c.scope == scope) & (keys.c.key == key))
@@ -109,3 +118,7 @@ class IdempotencyStore:
                     & (keys.c.state == "in_flight")
                 )
             )
+
+
+def _no_flush_wait(conn: sa.Connection) -> None:
+    conn.exec_driver_sql("SET LOCAL synchronous_commit = off")

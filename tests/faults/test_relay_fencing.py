@@ -47,10 +47,22 @@ class PositionWatch(threading.Thread):
         return [(a, b) for a, b in itertools.pairwise(positions) if b < a]
 
 
-def owner_pid(engine: sa.Engine) -> int:
+def owner(engine: sa.Engine) -> tuple[int, int]:
+    """(pid, epoch) of the current lease holder, read together."""
     with engine.connect() as conn:
-        owner = conn.execute(sa.select(relay_leases.c.owner)).scalar_one()
-    return int(owner.split(":")[1])
+        row = conn.execute(sa.select(relay_leases.c.owner, relay_leases.c.epoch)).one()
+    return int(row.owner.split(":")[1]), row.epoch
+
+
+def pause_the_owner(engine: sa.Engine) -> tuple[int, int]:
+    """SIGSTOP the relay that holds the lease, making sure it still held it then."""
+    for _ in range(5):
+        pid, epoch = owner(engine)
+        os.kill(pid, signal.SIGSTOP)
+        if owner(engine) == (pid, epoch):
+            return pid, epoch
+        os.kill(pid, signal.SIGCONT)  # the lease moved meanwhile: pick again
+    raise AssertionError("the lease kept moving; cannot pause its holder")
 
 
 def test_two_relays_and_a_paused_third_never_regress_or_leave_a_gap(
@@ -62,28 +74,30 @@ def test_two_relays_and_a_paused_third_never_regress_or_leave_a_gap(
         stack.start(name, role="relay")
     watch = PositionWatch(engine)
     watch.start()
-    workload = Enroller(stack.base, count=120)
-    workload.start()
-    eventually(lambda: watch.samples and watch.samples[-1][1] > 0)
+    try:
+        workload = Enroller(stack.base, count=120)
+        workload.start()
+        eventually(lambda: watch.samples and watch.samples[-1][1] > 0)
 
-    paused = owner_pid(engine)
-    paused_epoch = watch.samples[-1][2]
-    os.kill(paused, signal.SIGSTOP)
-    stopped_at = time.monotonic()
-    taken_over = eventually(
-        lambda: next((s for s in watch.samples if s[2] > paused_epoch), None),
-        timeout=10,
-    )
-    failover = taken_over[0] - stopped_at
-    time.sleep(LEASE_S)
-    os.kill(paused, signal.SIGCONT)  # wakes up believing it still owns the lease
+        paused, paused_epoch = pause_the_owner(engine)
+        stopped_at = time.monotonic()
+        try:
+            taken_over = eventually(
+                lambda: next((s for s in watch.samples if s[2] > paused_epoch), None),
+                timeout=20,
+            )
+            failover = taken_over[0] - stopped_at
+            time.sleep(LEASE_S)
+        finally:
+            os.kill(paused, signal.SIGCONT)  # wakes believing it still owns the lease
 
-    workload.join(60)
-    assert workload.error is None
-    expected = expected_event_ids(container)
-    eventually(lambda: stream_event_ids(migrated[1]) == expected, timeout=30)
-    watch.stop.set()
-    watch.join()
+        workload.join(60)
+        assert workload.error is None
+        expected = expected_event_ids(container)
+        eventually(lambda: stream_event_ids(migrated[1]) == expected, timeout=30)
+    finally:
+        watch.stop.set()
+        watch.join()
 
     assert watch.regressions() == []
     assert failover < 2 * LEASE_S, f"failover took {failover:.2f}s"

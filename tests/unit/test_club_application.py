@@ -106,3 +106,33 @@ def test_cancel_releases_the_seat_and_repeats_harmlessly(app) -> None:
     assert app.cancel_enrollment(cmd).status == "cancelled"
     assert app.get_enrollment(view.enrollment_id).version == version
     assert app.get_lesson(lesson.id).seats_taken == 0
+
+
+def test_concurrent_enrollments_into_one_lesson_respect_capacity(app) -> None:
+    """Forty threads, five seats: the group commit never oversells."""
+    import threading
+
+    lesson = schedule(app, capacity=5)
+    for n in range(5, 40):
+        app.students.save(
+            StudentProfile.create(student_id=f"s-{n}", email="a@b.org", name="A")
+        )
+    outcomes: list[str] = []
+
+    def enroll(n: int) -> None:
+        cmd = EnrollStudent(
+            lesson_id=lesson.id, student_id=f"s-{n}", request_id=f"k{n}"
+        )
+        try:
+            app.enroll(cmd)
+            outcomes.append("confirmed")
+        except LessonFullError:
+            outcomes.append("full")
+
+    threads = [threading.Thread(target=enroll, args=(n,)) for n in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["confirmed"] * 5 + ["full"] * 35
+    assert app.get_lesson(lesson.id).seats_taken == 5

@@ -1,0 +1,51 @@
+"""Helpers shared by the benchmarks: timing, summaries, fixtures of data."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from uuid import UUID, uuid4
+
+from application.commands import ScheduleLesson
+from domain.student import StudentProfile
+from entrypoints import bootstrap
+
+RUNS = 3
+
+
+def timed(work: Callable[[], int]) -> float:
+    """Operations per second of one run of `work`, which returns its count."""
+    start = time.perf_counter()
+    count = work()
+    return count / (time.perf_counter() - start)
+
+
+def series(work: Callable[[], int]) -> list[float]:
+    return [timed(work) for _ in range(RUNS)]
+
+
+def new_lesson(container: bootstrap.Container, capacity: int) -> UUID:
+    return container.app.schedule_lesson(
+        ScheduleLesson(
+            lesson_id=uuid4(),
+            title="Bench",
+            capacity=capacity,
+            starts_at=datetime(2027, 1, 1, tzinfo=UTC),
+            price_cents=0,
+        )
+    )
+
+
+def students(container: bootstrap.Container, n: int) -> list[str]:
+    ids = [f"b-{uuid4().hex[:12]}" for _ in range(n)]
+    for student_id in ids:
+        container.students.save(
+            StudentProfile.create(student_id=student_id, email="b@e.org", name="B")
+        )
+    return ids
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}

@@ -1,0 +1,99 @@
+"""HTTP enrollment figures, and the in-process save they are compared with."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from uuid import uuid4
+
+import httpx
+
+from bench.common import new_lesson, students
+from domain.enrollment import Enrollment
+
+HTTP_REQUESTS = 400  # per run, shared by the clients
+
+
+def http_enrollments(
+    container, api: str, clients: int, *, one_lesson: bool = False
+) -> Callable[[], int]:
+    """Closed-loop clients; `one_lesson`: all of them into the same (popular) class."""
+
+    def work() -> int:
+        per_client = HTTP_REQUESTS // clients
+        if one_lesson:
+            lessons = [new_lesson(container, HTTP_REQUESTS)] * clients
+        else:
+            lessons = [new_lesson(container, per_client) for _ in range(clients)]
+        who = students(container, per_client * clients)
+
+        def client(i: int) -> int:
+            with httpx.Client(base_url=api, timeout=30) as http:
+                for student_id in who[i * per_client : (i + 1) * per_client]:
+                    response = http.post(
+                        f"/lessons/{lessons[i]}/enrollments",
+                        json={"student_id": student_id},
+                        headers={"Idempotency-Key": str(uuid4())},
+                    )
+                    assert response.status_code == 201, response.text
+            return per_client
+
+        with ThreadPoolExecutor(clients) as pool:
+            return sum(pool.map(client, range(clients)))
+
+    return work
+
+
+def raw_saves(container, clients: int) -> Callable[[], int]:
+    """The same two aggregates saved by eventsourcing in-process: the floor."""
+    app = container.app
+
+    def work() -> int:
+        per_client = HTTP_REQUESTS // clients
+        lessons = [new_lesson(container, per_client) for _ in range(clients)]
+
+        def client(i: int) -> int:
+            for n in range(per_client):
+                lesson = app.get_lesson(lessons[i])
+                enrollment_id = uuid4()
+                lesson.take_seat(enrollment_id=enrollment_id, student_id=f"r-{n}")
+                enrollment = Enrollment.confirm(
+                    enrollment_id=enrollment_id, lesson_id=lesson.id,
+                    student_id=f"r-{n}", request_id=str(enrollment_id),
+                )  # fmt: skip
+                app.save(lesson, enrollment)
+            return per_client
+
+        with ThreadPoolExecutor(clients) as pool:
+            return sum(pool.map(client, range(clients)))
+
+    return work
+
+
+def steady_latencies(container, api: str, rate: float, count: int) -> dict[str, float]:
+    """Open loop: request i is sent at start + i / rate, whatever came before."""
+    lesson = new_lesson(container, count)
+    who = students(container, count)
+    latencies: list[float] = []
+    start = time.perf_counter() + 0.1
+
+    def send(i: int) -> None:
+        time.sleep(max(0.0, start + i / rate - time.perf_counter()))
+        began = time.perf_counter()
+        response = httpx.post(
+            f"{api}/lessons/{lesson}/enrollments",
+            json={"student_id": who[i]},
+            headers={"Idempotency-Key": str(uuid4())},
+            timeout=30,
+        )
+        assert response.status_code == 201, response.text
+        latencies.append(time.perf_counter() - began)
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(send, range(count)))
+    ordered = sorted(latencies)
+    return {
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "p99_ms": 1000 * ordered[int(len(ordered) * 0.99) - 1],
+    }

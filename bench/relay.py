@@ -1,0 +1,69 @@
+"""Relay throughput, and nats-py publishing the same envelopes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from uuid import uuid4
+
+from nats.js.errors import NotFoundError
+
+from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
+from application.contracts.mapping import to_envelope
+from bench.common import RUNS
+from tests.integration.helpers import make_relay, relay_all
+
+RELAY_BACKLOG = 5_000  # enrollments; each adds one published event
+
+
+async def fresh_stream(js) -> None:
+    with contextlib.suppress(NotFoundError):  # absent is fine
+        await js.delete_stream(EVENTS_STREAM)
+    await ensure_streams(js)
+
+
+def relay_rate(container, database_url: str, nats_url: str) -> list[float]:
+    async def one() -> float:
+        nc = await connect(nats_url, name="bench-relay")
+        js = nc.jetstream()
+        await fresh_stream(js)
+        relay = make_relay(container, js, database_url, name=f"bench-{uuid4().hex[:6]}")
+        start = time.perf_counter()
+        await relay_all(relay)
+        elapsed = time.perf_counter() - start
+        count = (await js.stream_info(EVENTS_STREAM)).state.messages
+        await nc.close()
+        return count / elapsed
+
+    return [asyncio.run(one()) for _ in range(RUNS)]
+
+
+def raw_publish_rate(container, nats_url: str) -> list[float]:
+    notifications = container.app.recorder.select_notifications(start=1, limit=10**7)
+    envelopes = [
+        e for n in notifications
+        if (e := to_envelope(container.app.mapper.to_domain_event(n))) is not None
+    ]  # fmt: skip
+    prepared = [
+        (e.subject, e.to_json(), {"Nats-Msg-Id": str(e.event_id),
+         "Club-Event-Type": e.type, "Club-Schema-Version": "1"})
+        for e in envelopes
+    ]  # fmt: skip
+
+    async def one() -> float:
+        nc = await connect(nats_url, name="bench-raw")
+        js = nc.jetstream()
+        await fresh_stream(js)
+        start = time.perf_counter()
+        for i in range(0, len(prepared), 500):
+            futures = [
+                await js.publish_async(s, b, headers=h)
+                for s, b, h in prepared[i : i + 500]
+            ]
+            await asyncio.gather(*futures)
+        elapsed = time.perf_counter() - start
+        await nc.close()
+        return len(prepared) / elapsed
+
+    return [asyncio.run(one()) for _ in range(RUNS)]
