@@ -7,7 +7,6 @@ median to the raw median, and writes bench/results/latest.json.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import platform
@@ -23,7 +22,6 @@ from rich.table import Table
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
-from adapters.nats.streams import connect
 from bench.common import RUNS, series, summary
 from bench.http import http_enrollments, raw_saves, steady_latencies
 from bench.rebuild import load_notifications, raw_read_rate, rebuild_rate
@@ -45,8 +43,7 @@ def main() -> int:
     results: dict[str, dict] = {}
     api_proc = None
     try:
-        bootstrap.migrate_database(database_url)
-        asyncio.run(_migrate(nats_url))
+        bootstrap.migrate(database_url, nats_url)
         container = bootstrap.build(database_url, pool_size=10)
         port = free_port()
         env = club_env(database_url, nats_url, CLUB_HTTP_PORT=str(port))
@@ -95,12 +92,6 @@ def main() -> int:
         nats.stop()
     report(results, latency)
     return 0
-
-
-async def _migrate(nats_url: str) -> None:
-    nc = await connect(nats_url, name="bench-migrate")
-    await bootstrap.migrate_broker(nc.jetstream())
-    await nc.close()
 
 
 def report(results: dict[str, dict], latency: dict[str, float]) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import attrs
 import sqlalchemy as sa
 from nats.js import JetStreamContext
 
-from adapters.nats.streams import ensure_consumer, ensure_streams
+from adapters.nats.streams import connect, ensure_consumer, ensure_streams
 from adapters.postgres import tables
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.idempotency import IdempotencyStore
@@ -75,3 +76,17 @@ async def migrate_broker(js: JetStreamContext) -> None:
     await ensure_streams(js)
     for name in PROJECTIONS:
         await ensure_consumer(js, name)
+
+
+def migrate(database_url: str, nats_url: str) -> None:
+    """Everything `club migrate` creates: tables, streams, consumers."""
+    migrate_database(database_url)
+
+    async def broker() -> None:
+        nc = await connect(nats_url, name="club-migrate")
+        try:
+            await migrate_broker(nc.jetstream())
+        finally:
+            await nc.close()
+
+    asyncio.run(broker())

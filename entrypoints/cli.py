@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from adapters.crash import check_crash_setting
-from adapters.nats.streams import connect
 from entrypoints import bootstrap, maintenance
 from entrypoints.settings import ConfigError, Settings
 
@@ -31,17 +29,7 @@ def _up(settings: Settings, _: argparse.Namespace) -> int:
 
 
 def _migrate(settings: Settings, _: argparse.Namespace) -> int:
-    database_url, nats_url = settings.require_services()
-    bootstrap.migrate_database(database_url)
-
-    async def broker() -> None:
-        nc = await connect(nats_url, name="club-migrate")
-        try:
-            await bootstrap.migrate_broker(nc.jetstream())
-        finally:
-            await nc.close()
-
-    asyncio.run(broker())
+    bootstrap.migrate(*settings.require_services())
     print("club: database and streams are up to date")
     return 0
 

@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from adapters.nats.streams import connect
 from adapters.postgres.tables import consumer_positions
+from application.club import EnrollmentView
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.ids import lesson_id_for
 from domain.lesson import Lesson
@@ -101,36 +102,19 @@ def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
                 request_id=key,
             )
             view = app.enroll(cmd)
-            out = EnrollmentOut(
-                enrollment_id=view.enrollment_id,
-                lesson_id=view.lesson_id,
-                student_id=view.student_id,
-                status=view.status,
-            )
-            location = f"/enrollments/{view.enrollment_id}"
-            return _json(201, out.model_dump(mode="json"), location)
+            out = _enrollment_out(view).model_dump(mode="json")
+            return _json(201, out, f"/enrollments/{view.enrollment_id}")
 
         return run_once(container, request, key, body.model_dump(mode="json"), run)
 
     @api.post("/enrollments/{enrollment_id}/cancel")
     def cancel_enrollment(enrollment_id: UUID) -> EnrollmentOut:
-        view = app.cancel_enrollment(CancelEnrollment(enrollment_id=enrollment_id))
-        return EnrollmentOut(
-            enrollment_id=view.enrollment_id,
-            lesson_id=view.lesson_id,
-            student_id=view.student_id,
-            status=view.status,
-        )
+        cmd = CancelEnrollment(enrollment_id=enrollment_id)
+        return _enrollment_out(app.cancel_enrollment(cmd))
 
     @api.get("/enrollments/{enrollment_id}")
     def get_enrollment(enrollment_id: UUID) -> EnrollmentOut:
-        view = app.view_enrollment(enrollment_id)
-        return EnrollmentOut(
-            enrollment_id=view.enrollment_id,
-            lesson_id=view.lesson_id,
-            student_id=view.student_id,
-            status=view.status,
-        )
+        return _enrollment_out(app.view_enrollment(enrollment_id))
 
     @api.get("/lessons/{lesson_id}/roster")
     def get_roster(lesson_id: UUID) -> dict[str, Any]:
@@ -189,6 +173,15 @@ def _position(conn: sa.Connection, consumer: str) -> int:
         )
     ).scalar()
     return int(position or 0)
+
+
+def _enrollment_out(view: EnrollmentView) -> EnrollmentOut:
+    return EnrollmentOut(
+        enrollment_id=view.enrollment_id,
+        lesson_id=view.lesson_id,
+        student_id=view.student_id,
+        status=view.status,
+    )
 
 
 def _lesson_out(lesson: Lesson) -> LessonOut:

@@ -6,7 +6,6 @@ and are restarted if they crash. Ctrl-C stops the roles first, then the servers.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -19,7 +18,6 @@ import attrs
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
-from adapters.nats.streams import connect
 from entrypoints import bootstrap
 from entrypoints.settings import Settings
 
@@ -61,8 +59,7 @@ def up(settings: Settings) -> int:
             embedded_nats = EmbeddedNats(settings.data_dir / "nats")
             servers.append(embedded_nats)
             nats_url = embedded_nats.start()
-        bootstrap.migrate_database(database_url)
-        asyncio.run(_migrate_broker(nats_url))
+        bootstrap.migrate(database_url, nats_url)
         env = os.environ | {
             "CLUB_DATABASE_URL": database_url,
             "CLUB_NATS_URL": nats_url,
@@ -95,14 +92,6 @@ def _restart(child: Child, env: dict[str, str]) -> None:
     time.sleep(delay)
     child.restarts += 1
     child.proc = spawn_role(_argv(child.role), env)
-
-
-async def _migrate_broker(nats_url: str) -> None:
-    nc = await connect(nats_url, name="club-migrate")
-    try:
-        await bootstrap.migrate_broker(nc.jetstream())
-    finally:
-        await nc.close()
 
 
 def _announce(settings: Settings, database_url: str, nats_url: str) -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 
 import hypothesis  # noqa: F401 - see below
 import pytest
 
 from adapters.embedded.nats import EmbeddedNats
-from adapters.nats.streams import connect
 from entrypoints import bootstrap
 from tests import servers
 
@@ -41,22 +39,9 @@ def nats_url(nats: tuple[str, EmbeddedNats | None]) -> str:
     return nats[0]
 
 
-def migrate_all(database_url: str, nats_url: str) -> None:
-    bootstrap.migrate_database(database_url)
-
-    async def broker() -> None:
-        nc = await connect(nats_url, name="club-test-migrate")
-        try:
-            await bootstrap.migrate_broker(nc.jetstream())
-        finally:
-            await nc.close()
-
-    asyncio.run(broker())
-
-
 @pytest.fixture(scope="module")
 def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
-    migrate_all(database_url, nats_url)
+    bootstrap.migrate(database_url, nats_url)
     return database_url, nats_url
 
 

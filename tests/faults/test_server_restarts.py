@@ -15,7 +15,7 @@ import pytest
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
-from tests.conftest import migrate_all
+from entrypoints.bootstrap import migrate
 from tests.faults.facts import setup_lesson
 from tests.faults.workload import confirmed_totals, expected_event_ids, stream_event_ids
 from tests.servers import fresh_database, scratch_dir
@@ -37,7 +37,7 @@ def servers() -> Iterator[tuple[EmbeddedPostgres, EmbeddedNats]]:
 def migrated(servers) -> Iterator[tuple[str, str]]:
     pg, nats = servers
     with fresh_database(pg.url) as url:
-        migrate_all(url, nats.url)
+        migrate(url, nats.url)
         yield url, nats.url
 
 

@@ -30,6 +30,13 @@ class CrashBeforeAck(ConsumerRunner):
         return None
 
 
+def statistics_runner(cls, name: str, js, container) -> ConsumerRunner:
+    return cls(
+        name=name, apply=statistics.apply, js=js, engine=container.engine,
+        fetch_timeout=0.5,
+    )  # fmt: skip
+
+
 def counts(container, lesson_id) -> tuple[int, int]:
     with container.engine.connect() as conn:
         row = conn.execute(
@@ -56,10 +63,7 @@ def test_statistics_follow_the_events(container, migrated) -> None:
 
     async def body(js, _):
         await relay_all(make_relay(container, js, database_url))
-        runner = ConsumerRunner(
-            name="statistics", apply=statistics.apply, js=js, engine=container.engine,
-            fetch_timeout=0.5,
-        )  # fmt: skip
+        runner = statistics_runner(ConsumerRunner, "statistics", js, container)
         sub = await js.pull_subscribe_bind(durable="statistics", stream=EVENTS_STREAM)
         await drain(runner, sub)
 
@@ -76,17 +80,11 @@ def test_a_redelivered_event_changes_nothing(container, migrated) -> None:
         await relay_all(make_relay(container, js, database_url))
         await ensure_consumer(js, name, ack_wait=1.0)
         sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        crashing = CrashBeforeAck(
-            name=name, apply=statistics.apply, js=js, engine=container.engine,
-            fetch_timeout=0.5,
-        )  # fmt: skip
+        crashing = statistics_runner(CrashBeforeAck, name, js, container)
         first = await crashing.poll(sub)
         before = counts(container, lesson_id)
         await asyncio.sleep(1.5)  # the broker gives up on the ack and redelivers
-        runner = ConsumerRunner(
-            name=name, apply=statistics.apply, js=js, engine=container.engine,
-            fetch_timeout=0.5,
-        )  # fmt: skip
+        runner = statistics_runner(ConsumerRunner, name, js, container)
         second = await runner.poll(sub)
         return first, before, second
 
@@ -107,10 +105,7 @@ def test_a_republish_with_a_new_msg_id_changes_no_counter(container, migrated) -
         await relay_all(make_relay(container, js, database_url))
         await ensure_consumer(js, name)
         sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        runner = ConsumerRunner(
-            name=name, apply=statistics.apply, js=js, engine=container.engine,
-            fetch_timeout=0.5,
-        )  # fmt: skip
+        runner = statistics_runner(ConsumerRunner, name, js, container)
         await drain(runner, sub)
         before = counts(container, lesson_id)
         originals = await stream_messages(js)
@@ -143,10 +138,7 @@ def test_an_unknown_schema_version_is_dead_lettered_and_the_consumer_goes_on(
         await relay_all(make_relay(container, js, database_url))
         await ensure_consumer(js, name)
         sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        runner = ConsumerRunner(
-            name=name, apply=statistics.apply, js=js, engine=container.engine,
-            fetch_timeout=0.5,
-        )  # fmt: skip
+        runner = statistics_runner(ConsumerRunner, name, js, container)
         await drain(runner, sub)
         [template] = (await stream_messages(js))[-1:]
         future = json.loads(template.data) | {
@@ -181,10 +173,7 @@ def test_same_event_id_with_other_content_is_a_dead_lettered_conflict(
         await relay_all(make_relay(container, js, database_url))
         await ensure_consumer(js, name)
         sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        runner = ConsumerRunner(
-            name=name, apply=statistics.apply, js=js, engine=container.engine,
-            fetch_timeout=0.5,
-        )  # fmt: skip
+        runner = statistics_runner(ConsumerRunner, name, js, container)
         await drain(runner, sub)
         before = counts(container, lesson_id)
         original = (await stream_messages(js))[-1]
