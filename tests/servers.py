@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,9 +23,11 @@ from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, connect
 
 
 def scratch_dir(prefix: str) -> Path:
-    """A temp dir that the embedded PostgreSQL (run as nobody under root) can reach."""
+    """A temp dir that the embedded PostgreSQL (run as nobody under root) can reach;
+    removed when the test process exits, so runs do not fill the disk."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     path.chmod(0o755)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
 
 
