@@ -130,3 +130,18 @@ def test_seats_never_exceed_capacity_and_replay_equals_live(capacity, commands) 
     for event in lesson.collect_events():
         replayed = event.mutate(replayed)
     assert vars(replayed) == vars(lesson)
+
+
+def test_a_copied_lesson_takes_seats_without_touching_the_original() -> None:
+    """The repository cache hands out deep copies; they must be independent."""
+    import copy
+
+    original = scheduled(capacity=3)
+    original.take_seat(enrollment_id=uuid4(), student_id="s-1")
+    original.collect_events()
+    clone = copy.deepcopy(original)
+    clone.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    assert (original.seats_taken, clone.seats_taken) == (1, 2)
+    assert original.collect_events() == []
+    assert len(clone.collect_events()) == 1
+    assert (original.version, clone.version) == (2, 3)
