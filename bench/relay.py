@@ -10,7 +10,7 @@ from uuid import uuid4
 from nats.js.errors import NotFoundError
 
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
-from application.contracts.mapping import to_envelope
+from application.contracts.mapping import published_envelopes
 from bench.common import RUNS
 from tests.integration.helpers import make_relay, relay_all
 
@@ -41,10 +41,7 @@ def relay_rate(container, database_url: str, nats_url: str) -> list[float]:
 
 def raw_publish_rate(container, nats_url: str) -> list[float]:
     notifications = container.app.recorder.select_notifications(start=1, limit=10**7)
-    envelopes = [
-        e for n in notifications
-        if (e := to_envelope(container.app.mapper.to_domain_event(n))) is not None
-    ]  # fmt: skip
+    envelopes = published_envelopes(container.app.mapper, notifications)
     prepared = [
         (e.subject, e.to_json(), {"Nats-Msg-Id": str(e.event_id),
          "Club-Event-Type": e.type, "Club-Schema-Version": "1"})

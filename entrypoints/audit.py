@@ -16,7 +16,7 @@ from nats.js.errors import NotFoundError
 from adapters.nats.streams import DLQ_STREAM
 from adapters.postgres.lease import RelayLease
 from adapters.postgres.tables import inbox
-from application.contracts.mapping import to_envelope
+from application.contracts.mapping import published_envelope
 from entrypoints.bootstrap import PROJECTIONS, Container
 
 
@@ -43,7 +43,7 @@ def published_up_to_position(container: Container) -> list[tuple[int, str, str]]
         if not batch:
             break
         for notification in batch:
-            envelope = to_envelope(app.mapper.to_domain_event(notification))
+            envelope = published_envelope(app.mapper, notification)
             if envelope is not None:
                 found.append((notification.id, str(envelope.event_id), envelope.type))
         start = batch[-1].id

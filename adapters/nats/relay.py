@@ -29,7 +29,7 @@ from adapters.crash import crash_point
 from adapters.postgres.lease import FencedError, RelayLease
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
-from application.contracts.mapping import to_envelope
+from application.contracts.mapping import published_envelopes
 
 log = structlog.get_logger()
 
@@ -124,7 +124,7 @@ class Relay:
         if not notifications:
             return 0
         crash_point("relay.after_read")
-        envelopes = [e for e in map(self._envelope, notifications) if e is not None]
+        envelopes = published_envelopes(self._mapper, notifications)
         await self._publish(envelopes)
         crash_point("relay.after_puback")
         new_position = notifications[-1].id
@@ -138,9 +138,6 @@ class Relay:
         return self._recorder.select_notifications(
             start=self.position, limit=self._batch_size, inclusive_of_start=False
         )
-
-    def _envelope(self, notification: Notification) -> Envelope | None:
-        return to_envelope(self._mapper.to_domain_event(notification))
 
     async def _publish(self, envelopes: list[Envelope]) -> None:
         futures = [

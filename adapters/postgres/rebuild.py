@@ -23,7 +23,7 @@ from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 
 from adapters.postgres.inbox import Apply, consumer_lock
 from application.contracts.envelope import Envelope
-from application.contracts.mapping import to_envelope
+from application.contracts.mapping import published_envelopes
 
 Progress = Callable[[int, int], None]  # (events done, events known)
 
@@ -98,11 +98,7 @@ class Rebuild:
     def _apply_in_shadow(
         self, conn: sa.Connection, notifications: Sequence[Notification]
     ) -> None:
-        envelopes = [
-            envelope
-            for notification in notifications
-            if (envelope := to_envelope(self._mapper.to_domain_event(notification)))
-        ]
+        envelopes = published_envelopes(self._mapper, notifications)
         if envelopes:
             self._apply(conn, envelopes)
             rows = [_inbox_row(self.name, envelope) for envelope in envelopes]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import Mapper, Notification
 
 from application.contracts.envelope import Envelope
 from application.contracts.events import (
@@ -74,6 +77,20 @@ def to_envelope(domain_event: Any) -> Envelope | None:
         occurred_at=domain_event.timestamp,
         data=published.to_data(),
     )
+
+
+def published_envelopes(
+    mapper: Mapper[UUID], notifications: Sequence[Notification]
+) -> list[Envelope]:
+    """The envelopes a stretch of the notification log publishes, in log order."""
+    return [e for n in notifications if (e := published_envelope(mapper, n))]
+
+
+def published_envelope(
+    mapper: Mapper[UUID], notification: Notification
+) -> Envelope | None:
+    """One stored event as published, or None if it stays internal."""
+    return to_envelope(mapper.to_domain_event(notification))
 
 
 def decode(envelope: Envelope) -> CurrentEvent:

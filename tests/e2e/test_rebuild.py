@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from adapters.postgres.tables import inbox
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
-from application.contracts.mapping import decode, to_envelope
+from application.contracts.mapping import decode, published_envelopes
 from projections import rosters, statistics
 from tests.faults.workload import Enroller, expected_event_ids
 from tests.servers import scratch_dir
@@ -35,10 +35,8 @@ def truth(container) -> tuple[Counter, dict[UUID, str]]:
     confirmed: Counter = Counter()
     status: dict[UUID, str] = {}
     app = container.app
-    for n in app.recorder.select_notifications(start=1, limit=10**7):
-        envelope = to_envelope(app.mapper.to_domain_event(n))
-        if envelope is None:
-            continue
+    notifications = app.recorder.select_notifications(start=1, limit=10**7)
+    for envelope in published_envelopes(app.mapper, notifications):
         match decode(envelope):
             case EnrollmentConfirmedV2(lesson_id=lesson, enrollment_id=enrollment):
                 confirmed[lesson] += 1

@@ -9,7 +9,7 @@ from uuid import uuid4
 import httpx
 import sqlalchemy as sa
 
-from application.contracts.mapping import to_envelope
+from application.contracts.mapping import published_envelopes
 from entrypoints.bootstrap import Container
 from projections import statistics
 from tests.faults.facts import setup_lesson
@@ -57,8 +57,7 @@ class Enroller(threading.Thread):
 def expected_event_ids(container: Container) -> list[str]:
     app = container.app
     notifications = app.recorder.select_notifications(start=1, limit=10**6)
-    envelopes = (to_envelope(app.mapper.to_domain_event(n)) for n in notifications)
-    return [str(e.event_id) for e in envelopes if e is not None]
+    return [str(e.event_id) for e in published_envelopes(app.mapper, notifications)]
 
 
 def stream_event_ids(nats_url: str) -> list[str]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from adapters.postgres.inbox import Delivery, apply_batch
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
-from application.contracts.mapping import to_envelope
+from application.contracts.mapping import published_envelopes
 from domain.errors import AlreadyEnrolledError, LessonFullError
 from domain.student import StudentProfile
 from projections import rosters, statistics
@@ -88,8 +88,7 @@ def record_history(container, ops) -> tuple[list[UUID], list]:
     notifications = app.recorder.select_notifications(
         start=start, limit=10_000, inclusive_of_start=False
     )
-    envelopes = [to_envelope(app.mapper.to_domain_event(n)) for n in notifications]
-    return lessons, [e for e in envelopes if e is not None]
+    return lessons, published_envelopes(app.mapper, notifications)
 
 
 def rows(conn, table, column, lessons) -> set[tuple]:

@@ -10,7 +10,7 @@ from nats.js.errors import NoStreamResponseError
 
 from adapters.nats.streams import EVENTS_STREAM, ensure_streams
 from adapters.postgres.tables import relay_leases
-from application.contracts.mapping import to_envelope
+from application.contracts.mapping import published_envelopes
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
@@ -21,12 +21,9 @@ from tests.integration.helpers import (
 )
 
 
-def published_envelopes(container) -> list:
+def published(container) -> list:
     notifications = container.app.recorder.select_notifications(start=1, limit=10_000)
-    envelopes = [
-        to_envelope(container.app.mapper.to_domain_event(n)) for n in notifications
-    ]
-    return [e for e in envelopes if e is not None]
+    return published_envelopes(container.app.mapper, notifications)
 
 
 def test_stream_holds_one_message_per_event_with_contract_headers(
@@ -40,7 +37,7 @@ def test_stream_holds_one_message_per_event_with_contract_headers(
         return await stream_messages(js)
 
     messages = run(with_js(nats_url, body))
-    expected = published_envelopes(container)
+    expected = published(container)
     assert len(messages) == len(expected) == 4
     for msg, envelope in zip(messages, expected, strict=True):
         assert msg.subject == envelope.subject
@@ -68,7 +65,7 @@ def test_republishing_after_a_lost_position_adds_no_copy(container, migrated) ->
 
     before, after, republished_to = run(with_js(nats_url, body))
     assert republished_to == container.app.recorder.max_notification_id()
-    assert before == after == len(published_envelopes(container))
+    assert before == after == len(published(container))
 
 
 def test_relay_passes_over_gaps_in_notification_ids(container, migrated) -> None:
@@ -85,7 +82,7 @@ def test_relay_passes_over_gaps_in_notification_ids(container, migrated) -> None
 
     position, messages = run(with_js(nats_url, body))
     assert position == container.app.recorder.max_notification_id()
-    assert len(messages) == len(published_envelopes(container))
+    assert len(messages) == len(published(container))
 
 
 def test_position_stays_put_when_the_broker_refuses(container, migrated) -> None:
