@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
+from application.club import ClubApplication
 from application.commands import ScheduleLesson
 from domain.student import StudentProfile
 from entrypoints import bootstrap
@@ -26,8 +27,8 @@ def series(work: Callable[[], int]) -> list[float]:
     return [timed(work) for _ in range(RUNS)]
 
 
-def new_lesson(container: bootstrap.Container, capacity: int) -> UUID:
-    return container.app.schedule_lesson(
+def new_lesson(app: ClubApplication, capacity: int) -> UUID:
+    return app.schedule_lesson(
         ScheduleLesson(
             lesson_id=uuid4(),
             title="Bench",
@@ -49,3 +50,11 @@ def students(container: bootstrap.Container, n: int) -> list[str]:
 
 def summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    return {
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "p99_ms": 1000 * ordered[max(0, int(len(ordered) * 0.99) - 1)],
+    }

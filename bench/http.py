@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import httpx
 
-from bench.common import new_lesson, students
+from application.club import ClubApplication
+from bench.common import new_lesson, percentiles, students
 from domain.enrollment import Enrollment
 
 HTTP_REQUESTS = 400  # per run, shared by the clients
@@ -23,9 +24,9 @@ def http_enrollments(
     def work() -> int:
         per_client = HTTP_REQUESTS // clients
         if one_lesson:
-            lessons = [new_lesson(container, HTTP_REQUESTS)] * clients
+            lessons = [new_lesson(container.app, HTTP_REQUESTS)] * clients
         else:
-            lessons = [new_lesson(container, per_client) for _ in range(clients)]
+            lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
         who = students(container, per_client * clients)
 
         def client(i: int) -> int:
@@ -45,13 +46,15 @@ def http_enrollments(
     return work
 
 
-def raw_saves(container, clients: int) -> Callable[[], int]:
-    """The same two aggregates saved by eventsourcing in-process: the floor."""
-    app = container.app
+def raw_saves(
+    app: ClubApplication, clients: int, total: int = HTTP_REQUESTS
+) -> Callable[[], int]:
+    """The same two aggregates saved by eventsourcing in-process: the floor.
+    Each client saves into a lesson of its own, so only the store serialises them."""
 
     def work() -> int:
-        per_client = HTTP_REQUESTS // clients
-        lessons = [new_lesson(container, per_client) for _ in range(clients)]
+        per_client = total // clients
+        lessons = [new_lesson(app, per_client) for _ in range(clients)]
 
         def client(i: int) -> int:
             for n in range(per_client):
@@ -72,9 +75,13 @@ def raw_saves(container, clients: int) -> Callable[[], int]:
 
 
 def steady_latencies(container, api: str, rate: float, count: int) -> dict[str, float]:
-    """Open loop: request i is sent at start + i / rate, whatever came before."""
-    lesson = new_lesson(container, count)
-    who = students(container, count)
+    lesson = new_lesson(container.app, count)
+    return percentiles(steady(api, lesson, students(container, count), rate))
+
+
+def steady(api: str, lesson: UUID, who: Sequence[str], rate: float) -> list[float]:
+    """Open loop: request i is sent at start + i / rate, whatever came before.
+    Returns each request's latency in seconds."""
     latencies: list[float] = []
     start = time.perf_counter() + 0.1
 
@@ -91,9 +98,5 @@ def steady_latencies(container, api: str, rate: float, count: int) -> dict[str, 
         latencies.append(time.perf_counter() - began)
 
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(send, range(count)))
-    ordered = sorted(latencies)
-    return {
-        "p50_ms": 1000 * ordered[len(ordered) // 2],
-        "p99_ms": 1000 * ordered[int(len(ordered) * 0.99) - 1],
-    }
+        list(pool.map(send, range(len(who))))
+    return latencies

@@ -1,8 +1,12 @@
 """`make bench`: Club's figures beside the raw limits, measured in the same run.
 
-Starts its own embedded PostgreSQL and NATS (`sync_interval: always`, as shipped),
-runs each measurement several times, prints median/min/max and the ratio of Club's
-median to the raw median, and writes bench/results/latest.json.
+Starts its own embedded PostgreSQL (durable, as shipped) and two NATS servers: one
+with `sync_interval: always` (what Club ships) and one with the server's default.
+Each section gets a database of its own. Every figure is the median of several
+runs, printed with min and max and with its ratio to the raw limit (or the peer)
+measured in the same run; bench/results/latest.json keeps everything.
+
+`python -m bench.run http backlog` runs only the named sections.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import platform
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -22,116 +29,262 @@ from rich.table import Table
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
+from application.contracts.mapping import published_envelopes
+from bench.chain import chain_latencies
 from bench.common import RUNS, series, summary
 from bench.http import http_enrollments, raw_saves, steady_latencies
+from bench.memory import resident_growth
+from bench.peer import nats_outbox_rate
+from bench.projection import club_catchup_rate, raw_catchup_rate
 from bench.rebuild import load_notifications, raw_read_rate, rebuild_rate
-from bench.relay import RELAY_BACKLOG, raw_publish_rate, relay_rate
+from bench.relay import raw_publish_rate, relay_rate
+from bench.write_path import horizon_container, horizon_readers_never_skip
 from entrypoints import bootstrap
-from tests.integration.helpers import lesson_with_enrollments
-from tests.servers import scratch_dir
+from tests.servers import fresh_database, scratch_dir
 from tests.stack import club_env, wait_ready
 
-REBUILD_NOTIFICATIONS = 100_000
+BACKLOG_NOTIFICATIONS = 100_000  # about 50,000 published events (2 per enrollment)
+WRITES_PER_RUN = 960
+HORIZON_ROUNDS = 20
+MEMORY_EVENTS = 100_000
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 
 
-def main() -> int:
-    root = scratch_dir("club-bench-")
-    pg = EmbeddedPostgres(root / "pg")  # durable, as shipped
-    nats = EmbeddedNats(root / "nats", sync_always=True)
-    database_url, nats_url = pg.start(), nats.start()
-    results: dict[str, dict] = {}
-    api_proc = None
+class Servers:
+    def __init__(self, root: Path) -> None:
+        self.pg = EmbeddedPostgres(root / "pg")  # durable, as shipped
+        self.nats = EmbeddedNats(root / "nats", sync_always=True)
+        self.nats_default = EmbeddedNats(root / "nats-default", sync_always=False)
+
+    def __enter__(self) -> Servers:
+        self.pg_url = self.pg.start()
+        self.nats_url = self.nats.start()
+        self.nats_default_url = self.nats_default.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.pg.stop()
+        self.nats.stop()
+        self.nats_default.stop()
+
+
+@contextmanager
+def club(database_url: str, nats_url: str) -> Iterator[bootstrap.Container]:
+    bootstrap.migrate(database_url, nats_url)
+    container = bootstrap.build(database_url, pool_size=20)
     try:
-        bootstrap.migrate(database_url, nats_url)
-        container = bootstrap.build(database_url, pool_size=10)
-        port = free_port()
-        env = club_env(database_url, nats_url, CLUB_HTTP_PORT=str(port))
-        api_proc = subprocess.Popen(
-            [sys.executable, "-m", "entrypoints.cli", "api"], env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        api = f"http://127.0.0.1:{port}"
-        wait_ready(api)
-        for clients in (1, 8):
-            results[f"http_enrollments_per_s_{clients}_clients"] = {
-                "club": summary(series(http_enrollments(container, api, clients))),
-                "raw": summary(series(raw_saves(container, clients))),
-                "raw_is": "eventsourcing save() of Lesson + Enrollment, in-process",
-            }
-        spread = results["http_enrollments_per_s_8_clients"]["club"]
-        hot = http_enrollments(container, api, 8, one_lesson=True)
-        results["http_enrollments_per_s_8_clients_one_lesson"] = {
-            "club": summary(series(hot)),
-            "raw": spread,
-            "raw_is": "the same 8 clients spread over 8 lessons (row above)",
-        }
-        steady = [
-            steady_latencies(container, api, rate=100, count=500) for _ in range(RUNS)
-        ]
-        latency = {k: statistics.median(run[k] for run in steady) for k in steady[0]}
-        lesson_with_enrollments(container, RELAY_BACKLOG)
-        results["relay_events_per_s"] = {
-            "club": summary(relay_rate(container, database_url, nats_url)),
-            "raw": summary(raw_publish_rate(container, nats_url)),
-            "raw_is": "nats-py publish_async of the same envelopes, batches of 500",
-        }
-        load_notifications(container, REBUILD_NOTIFICATIONS)
-        results["rebuild_statistics_per_s"] = {
-            "club": summary([rebuild_rate(container) for _ in range(RUNS)]),
-            "raw": summary([raw_read_rate(container) for _ in range(RUNS)]),
-            "raw_is": "select_notifications of the same log, batches of 2000",
-            "note": "club counts published events; raw counts notifications (x2)",
-        }
-        container.close()
+        yield container
     finally:
-        if api_proc is not None:
-            api_proc.terminate()
-            api_proc.wait()
-        pg.stop()
-        nats.stop()
-    report(results, latency)
+        container.close()
+
+
+@contextmanager
+def role(database_url: str, nats_url: str, *args: str, **env: str) -> Iterator[None]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "entrypoints.cli", *args],
+        env=club_env(database_url, nats_url, **env),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def ratio_row(club: list[float], raw: list[float], raw_is: str, goal: float) -> dict:
+    return {"club": summary(club), "raw": summary(raw), "raw_is": raw_is, "goal": goal}
+
+
+def http_section(s: Servers, out: dict[str, Any]) -> None:
+    with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
+        port = free_port()
+        api = f"http://127.0.0.1:{port}"
+        with role(url, s.nats_url, "api", CLUB_HTTP_PORT=str(port)):
+            wait_ready(api)
+            for clients in (1, 8):
+                out[f"enrollments/s over HTTP, {clients} client(s)"] = ratio_row(
+                    series(http_enrollments(container, api, clients)),
+                    series(raw_saves(container.app, clients)),
+                    "eventsourcing save() of Lesson + Enrollment, in-process",
+                    0.6,
+                )
+            spread = out["enrollments/s over HTTP, 8 client(s)"]["club"]
+            hot = series(http_enrollments(container, api, 8, one_lesson=True))
+            out["enrollments/s over HTTP, 8 clients into one lesson"] = {
+                "club": summary(hot),
+                "raw": spread,
+                "raw_is": "the same 8 clients spread over 8 lessons (row above)",
+                "goal": 0.5,
+            }
+            out["latency"]["enrollment at a steady 100/s"] = _median_of(
+                lambda: steady_latencies(container, api, rate=100, count=500)
+            ) | {"goal": "p99 <= 25 ms"}
+            with role(url, s.nats_url, "relay"):
+                out["latency"]["commit -> projection at 100/s"] = _median_of(
+                    lambda: chain_latencies(
+                        container, api, s.nats_url, rate=100, count=500
+                    )
+                ) | {"goal": "p50 <= 15 ms, p99 <= 100 ms"}
+
+
+def backlog_section(s: Servers, out: dict[str, Any]) -> None:
+    """Relay, peer, projection catch-up and rebuild, over one backlog of ~50,000."""
+    with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
+        load_notifications(container, BACKLOG_NOTIFICATIONS)
+        envelopes = published_envelopes(
+            container.app.mapper,
+            container.app.recorder.select_notifications(start=1, limit=10**7),
+        )
+        out["backlog_events"] = len(envelopes)
+        for label, nats_url, goal in (
+            ("sync_interval: always", s.nats_url, 0.8),
+            ("NATS default sync", s.nats_default_url, 0.8),
+        ):
+            out[f"relay events/s ({label})"] = ratio_row(
+                relay_rate(container, url, nats_url),
+                raw_publish_rate(envelopes, nats_url),
+                "nats-py publish_async of the same envelopes, batches of 500",
+                goal,
+            )
+        club_relay = out["relay events/s (sync_interval: always)"]["club"]
+        with fresh_database(s.pg_url) as peer_url:
+            peer = [
+                nats_outbox_rate(peer_url, s.nats_url, envelopes) for _ in range(RUNS)
+            ]
+        out["relay events/s vs the peer (sync_interval: always)"] = {
+            "club": club_relay,
+            "raw": summary(peer),
+            "raw_is": "nats-outbox 0.1.0's polling relay, same envelopes and servers",
+            "goal": 1.0,
+        }
+        relay_rate(container, url, s.nats_url)  # the stream holds the backlog again
+        out["projection events/s, catch-up (statistics)"] = ratio_row(
+            [club_catchup_rate(container.engine, s.nats_url) for _ in range(RUNS)],
+            [raw_catchup_rate(url, s.nats_url) for _ in range(RUNS)],
+            "hand-written upsert, one transaction per fetched batch of 256, then acks",
+            0.5,
+        )
+        out["rebuild events/s (statistics)"] = ratio_row(
+            [rebuild_rate(container) for _ in range(RUNS)],
+            [raw_read_rate(container) for _ in range(RUNS)],
+            "select_notifications of the same log, batches of 2,000 "
+            "(counts notifications: 2 per published event)",
+            0.3,
+        )
+
+
+def writers_section(s: Servers, out: dict[str, Any]) -> None:
+    with (
+        fresh_database(s.pg_url) as shipped_url,
+        fresh_database(s.pg_url) as horizon_url,
+        club(shipped_url, s.nats_url) as shipped,
+    ):
+        horizon = horizon_container(horizon_url)
+        try:
+            for writers in (1, 4, 16):
+                out[f"writes/s, {writers} writer(s): xid horizon vs table lock"] = (
+                    ratio_row(
+                        series(raw_saves(horizon.app, writers, WRITES_PER_RUN)),
+                        series(raw_saves(shipped.app, writers, WRITES_PER_RUN)),
+                        "the event store as shipped (table lock), same saves",
+                        1.0,
+                    )
+                )
+            out["xid horizon: readers-never-skip rounds passed"] = {
+                "passed": horizon_readers_never_skip(horizon, HORIZON_ROUNDS),
+                "of": HORIZON_ROUNDS,
+            }
+        finally:
+            horizon.close()
+
+
+def memory_section(s: Servers, out: dict[str, Any]) -> None:
+    with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
+        out["resident memory"] = resident_growth(
+            container, url, s.nats_url, MEMORY_EVENTS
+        )
+
+
+SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
+    "http": http_section,
+    "backlog": backlog_section,
+    "writers": writers_section,
+    "memory": memory_section,
+}
+
+
+def _median_of(measure: Callable[[], dict[str, float]]) -> dict[str, float]:
+    runs = [measure() for _ in range(RUNS)]
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def main(argv: list[str]) -> int:
+    chosen = argv or list(SECTIONS)
+    unknown = set(chosen) - SECTIONS.keys()
+    if unknown:
+        print(f"unknown section(s) {sorted(unknown)}; choose from {list(SECTIONS)}")
+        return 2
+    out: dict[str, Any] = {"latency": {}}
+    with Servers(scratch_dir("club-bench-")) as servers:
+        for name in chosen:
+            print(f"bench: {name} …", flush=True)
+            SECTIONS[name](servers, out)
+    report(out, full=chosen == list(SECTIONS))
     return 0
 
 
-def report(results: dict[str, dict], latency: dict[str, float]) -> None:
-    machine = (
-        f"{platform.machine()}, {_cores()} cores, Python {platform.python_version()}"
-    )
+def report(out: dict[str, Any], *, full: bool) -> None:
+    python = platform.python_version()
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {python}"
+    console = Console()
     table = Table(title=f"Club benchmarks — median of {RUNS} runs ({machine})")
-    for column in ("figure", "Club median", "min-max", "raw median", "ratio"):
+    for column in ("figure", "Club", "min-max", "raw / peer", "ratio", "goal"):
         table.add_column(column)
-    for name, row in results.items():
-        club, raw = row["club"], row["raw"]
-        row["ratio"] = club["median"] / raw["median"]
+    for name, row in out.items():
+        if not (isinstance(row, dict) and "club" in row):
+            continue
+        club_fig, raw = row["club"], row["raw"]
+        row["ratio"] = club_fig["median"] / raw["median"]
+        met = "met" if row["ratio"] >= row["goal"] else "NOT met"
         table.add_row(
-            name, f"{club['median']:,.0f}", f"{club['min']:,.0f}-{club['max']:,.0f}",
+            name, f"{club_fig['median']:,.0f}",
+            f"{club_fig['min']:,.0f}-{club_fig['max']:,.0f}",
             f"{raw['median']:,.0f}", f"{row['ratio']:.2f}",
+            f"≥ {row['goal']} {met}",
         )  # fmt: skip
-    Console().print(table)
-    print(
-        "enrollment latency at a steady 100/s: "
-        f"p50 {latency['p50_ms']:.1f} ms, p99 {latency['p99_ms']:.1f} ms"
-    )
-    RESULTS.write_text(
+    console.print(table)
+    for name, figures in out["latency"].items():
+        console.print(
+            f"{name}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
+            f" (goal {figures['goal']})"
+        )
+    if "xid horizon: readers-never-skip rounds passed" in out:
+        rounds = out["xid horizon: readers-never-skip rounds passed"]
+        console.print(
+            f"xid horizon readers-never-skip: {rounds['passed']}/{rounds['of']}"
+        )
+    for name, memory in out.get("resident memory", {}).items():
+        console.print(
+            f"resident memory, {name}: {memory['after_warm_up_mib']:.0f} MiB after "
+            f"warm-up, {memory['end_mib']:.0f} MiB after {MEMORY_EVENTS:,} events "
+            f"({memory['growth']:+.1%}; goal < +10%)"
+        )
+    target = RESULTS if full else RESULTS.with_name("partial.json")
+    target.write_text(
         json.dumps(
             {
                 "machine": machine,
                 "runs": RUNS,
                 "when": datetime.now(UTC).isoformat(),
-                "nats_sync_interval": "always",
-                "results": results,
-                "latency_at_100_per_s": latency,
+                "nats": "sync_interval: always unless a figure says otherwise",
+                "results": out,
             },
             indent=2,
         )
     )
-    print(f"written to {RESULTS}")
-
-
-def _cores() -> int:
-    return os.cpu_count() or 0
+    print(f"written to {target}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -22,6 +22,7 @@ from domain.lesson import Lesson
 from domain.student import StudentProfile, check_student_id
 from entrypoints.body_limit import BodyLimit
 from entrypoints.bootstrap import Container
+from entrypoints.deadline import DEFAULT_DEADLINE_S, Deadline
 from entrypoints.idempotent import run_once
 from entrypoints.problems import install_error_handlers, problem
 from entrypoints.schemas import (
@@ -37,7 +38,12 @@ from projections import rosters, statistics
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 
-def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
+def create_app(
+    container: Container,
+    nats_url: str | None = None,
+    *,
+    deadline_seconds: float = DEFAULT_DEADLINE_S,
+) -> FastAPI:
     state: dict[str, Any] = {}
 
     @asynccontextmanager
@@ -161,7 +167,7 @@ def create_app(container: Container, nats_url: str | None = None) -> FastAPI:
     def metrics() -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
-    return BodyLimit(api)  # type: ignore[return-value]
+    return Deadline(BodyLimit(api), deadline_seconds)  # type: ignore[return-value]
 
 
 def _position(conn: sa.Connection, consumer: str) -> int:

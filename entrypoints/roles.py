@@ -27,7 +27,11 @@ def run_api(settings: Settings) -> None:
     )
     try:
         uvicorn.run(
-            create_app(container, nats_url),
+            create_app(
+                container,
+                nats_url,
+                deadline_seconds=settings.request_deadline_seconds,
+            ),
             host=settings.http_host,
             port=settings.http_port,
             log_level="warning",

@@ -27,6 +27,7 @@ class Settings:
     relay_lease_seconds: float
     ack_wait_seconds: float
     idempotency_lease_seconds: float
+    request_deadline_seconds: float
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -44,6 +45,7 @@ class Settings:
             idempotency_lease_seconds=_number(
                 env, "CLUB_IDEMPOTENCY_LEASE_SECONDS", 10
             ),
+            request_deadline_seconds=_number(env, "CLUB_REQUEST_DEADLINE_SECONDS", 5),
         )
 
     def require_services(self) -> tuple[str, str]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 from uuid import UUID, uuid4
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -46,7 +48,7 @@ def events_via_proxy(migrated) -> Iterator[tuple[TestClient, Proxy, Container]]:
             students=students,
             idempotency=IdempotencyStore(engine, lease_seconds=1),
         )
-        with TestClient(create_app(container)) as http:
+        with TestClient(create_app(container, deadline_seconds=2)) as http:
             yield http, proxy, container
         container.close()
 
@@ -80,6 +82,47 @@ def test_a_lost_commit_reply_is_recognised_as_ours_on_retry(events_via_proxy) ->
         headers={"Idempotency-Key": key},
     )
     assert retried.status_code == 201  # ours, not lesson-full or already-enrolled
+    assert container.app.get_lesson(UUID(lesson)).seats_taken == 1
+
+
+def test_a_read_stuck_on_a_silent_database_is_answered_503_by_the_deadline(
+    events_via_proxy,
+) -> None:
+    """No TCP error ever comes: only the deadline can answer (issue #3's hang)."""
+    http, proxy, container = events_via_proxy
+    student = f"s-{uuid4().hex[:8]}"
+    http.put(f"/students/{student}", json={"email": "a@b.org", "name": "A"})
+    lesson = http.post(
+        "/lessons",
+        json={"title": "Net", "capacity": 5, "starts_at": "2026-12-01T10:00:00Z"},
+    ).json()["lesson_id"]
+    key = str(uuid4())
+
+    def enroll() -> httpx.Response:
+        return http.post(
+            f"/lessons/{lesson}/enrollments",
+            json={"student_id": student},
+            headers={"Idempotency-Key": key},
+        )
+
+    proxy.set(down="blackhole")  # the database goes silent mid-conversation
+    stuck = enroll()
+    assert stuck.status_code == 503
+    assert stuck.headers["retry-after"]
+    assert stuck.json()["type"] == "/problems/temporarily-unavailable"
+    assert "no answer within 2s" in stuck.json()["detail"]
+
+    proxy.set()
+    proxy.reset()  # the database is back; the stuck read fails and retries
+    retries: list[int] = []
+    deadline = time.monotonic() + 30
+    while (status := enroll().status_code) in (
+        409,
+        503,
+    ) and time.monotonic() < deadline:
+        retries.append(status)  # the first request still holds the key, or the lesson
+        time.sleep(0.2)
+    assert status == 201, retries
     assert container.app.get_lesson(UUID(lesson)).seats_taken == 1
 
 
