@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql as pg
 from application.contracts.envelope import Envelope
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
 from application.contracts.mapping import decode
+from projections.arrays import as_arrays, insert_rows
 
 NAME = "rosters"
 metadata = sa.MetaData()
@@ -47,10 +48,16 @@ def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
             row.update({k: v for k, v in change.items() if v is not None})
     if not merged:
         return
-    stmt = pg.insert(entries).values(list(merged.values()))
+    rows = [{"enrollment_id": k, **row} for k, row in merged.items()]
+    conn.execute(_UPSERT, as_arrays(rows, entries.columns))
+
+
+def _merge() -> pg.Insert:
+    """Newest version wins field by field; an older event still fills the gaps."""
+    stmt = insert_rows(entries, list(entries.columns))
     new, old = stmt.excluded, entries.c
     newer = old.version < new.version
-    set_ = {
+    set_: dict[str, Any] = {
         k: sa.case(
             (newer, sa.func.coalesce(new[k], old[k])),
             else_=sa.func.coalesce(old[k], new[k]),
@@ -58,9 +65,10 @@ def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
         for k in FIELDS
     }
     set_["version"] = sa.func.greatest(old.version, new.version)
-    conn.execute(
-        stmt.on_conflict_do_update(index_elements=[old.enrollment_id], set_=set_)
-    )
+    return stmt.on_conflict_do_update(index_elements=[old.enrollment_id], set_=set_)
+
+
+_UPSERT = _merge()
 
 
 def _change(envelope: Envelope) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from application.contracts.events import (
     LessonScheduledV1,
 )
 from application.contracts.mapping import decode
+from projections.arrays import as_arrays, insert_rows
 
 NAME = "statistics"
 metadata = sa.MetaData()
@@ -53,7 +54,7 @@ def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
     touched = sorted(scheduled.keys() | confirmed.keys() | cancelled.keys())
     if not touched:
         return
-    rows: list[dict[str, Any]] = [
+    rows = [
         {
             "lesson_id": lesson_id,
             "title": scheduled[lesson_id].title if lesson_id in scheduled else None,
@@ -65,19 +66,19 @@ def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
         }
         for lesson_id in touched
     ]
-    stmt = pg.insert(lessons).values(rows)
-    new = stmt.excluded
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[lessons.c.lesson_id],
-            set_={
-                "title": sa.func.coalesce(new.title, lessons.c.title),
-                "capacity": sa.func.coalesce(new.capacity, lessons.c.capacity),
-                "confirmed": lessons.c.confirmed + new.confirmed,
-                "cancelled": lessons.c.cancelled + new.cancelled,
-            },
-        )
-    )
+    conn.execute(_UPSERT, as_arrays(rows, lessons.columns))
+
+
+_insert = insert_rows(lessons, list(lessons.columns))
+_UPSERT = _insert.on_conflict_do_update(
+    index_elements=[lessons.c.lesson_id],
+    set_={
+        "title": sa.func.coalesce(_insert.excluded.title, lessons.c.title),
+        "capacity": sa.func.coalesce(_insert.excluded.capacity, lessons.c.capacity),
+        "confirmed": lessons.c.confirmed + _insert.excluded.confirmed,
+        "cancelled": lessons.c.cancelled + _insert.excluded.cancelled,
+    },
+)
 
 
 def read(conn: sa.Connection) -> dict[str, Any]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import socket
+import time
 from collections.abc import Sequence
 from uuid import uuid4
 
@@ -49,7 +51,7 @@ class Relay:
         listen_dsn: str,
         channel: str = "club_events",
         name: str = "default",
-        batch_size: int = 500,
+        batch_size: int = 1000,
         puback_timeout: float = 5.0,
         idle_poll: float = 1.0,
         lease_seconds: float = 10.0,
@@ -66,6 +68,8 @@ class Relay:
             engine, name=name, owner=owner_name(), ttl=lease_seconds
         )
         self._woken = asyncio.Event()
+        self._renew_every = lease_seconds / 3
+        self._renewed_at = -math.inf  # monotonic: it counts time spent paused too
         self.epoch: int | None = None  # None: not the owner
         self.position = 0
 
@@ -109,6 +113,7 @@ class Relay:
             if held is None:
                 return False
             self.epoch, self.position = held.epoch, held.position
+            self._renewed_at = time.monotonic()
             log.info("relay.acquired", owner=self.lease.owner, epoch=self.epoch)
         return True
 
@@ -119,7 +124,9 @@ class Relay:
         epoch = self.epoch
         assert epoch is not None  # noqa: S101 - try_acquire just set it
         self._woken.clear()
-        self.position = await asyncio.to_thread(self.lease.renew, epoch)
+        if time.monotonic() - self._renewed_at > self._renew_every:
+            self.position = await asyncio.to_thread(self.lease.renew, epoch)
+            self._renewed_at = time.monotonic()
         notifications = await asyncio.to_thread(self._read_batch)
         if not notifications:
             return 0
@@ -129,6 +136,7 @@ class Relay:
         crash_point("relay.after_puback")
         new_position = notifications[-1].id
         await asyncio.to_thread(self.lease.advance, epoch, new_position)
+        self._renewed_at = time.monotonic()  # advancing extended the lease
         self.position = new_position
         return len(notifications)
 

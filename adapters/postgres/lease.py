@@ -62,7 +62,8 @@ class RelayLease:
         return int(row.position)
 
     def advance(self, epoch: int, position: int) -> None:
-        """Move the position forward, only while `epoch` still holds the lease."""
+        """Move the position forward, only while `epoch` still holds the lease;
+        extends the lease in the same write."""
         with self._engine.begin() as conn:
             moved = conn.execute(
                 sa.update(leases)
@@ -71,7 +72,11 @@ class RelayLease:
                     & (leases.c.epoch == epoch)
                     & (leases.c.position < position)
                 )
-                .values(position=position, updated_at=sa.func.now())
+                .values(
+                    position=position,
+                    updated_at=sa.func.now(),
+                    lease_until=sa.func.now() + self._ttl,
+                )
             ).rowcount
             if moved == 0:
                 current = conn.execute(

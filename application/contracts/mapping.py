@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import Mapper, Notification
+from eventsourcing.utils import get_topic
 
 from application.contracts.envelope import Envelope
 from application.contracts.events import (
@@ -59,6 +60,8 @@ PUBLISHED: dict[type[Any], tuple[str, Callable[[Any], PublishedEvent]]] = {
     Enrollment.Cancelled: ("enrollment", _enrollment_cancelled),
 }
 
+_PUBLISHED_TOPICS = frozenset(get_topic(cls) for cls in PUBLISHED)
+
 
 def to_envelope(domain_event: Any) -> Envelope | None:
     """The envelope to publish for an internal event, or None if it stays internal."""
@@ -90,6 +93,8 @@ def published_envelope(
     mapper: Mapper[UUID], notification: Notification
 ) -> Envelope | None:
     """One stored event as published, or None if it stays internal."""
+    if notification.topic not in _PUBLISHED_TOPICS:
+        return None  # not worth decoding: half the log is seat bookkeeping
     return to_envelope(mapper.to_domain_event(notification))
 
 
