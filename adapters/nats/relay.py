@@ -2,7 +2,9 @@
 
 It reads the event store's notification log after the shared position, publishes a
 batch with pipelined PubAcks, waits for all of them (bounded by a timeout, so a lost
-PubAck cannot hang it), and only then moves the position. A crash in between
+PubAck cannot hang it), and only then moves the position. While the PubAcks arrive it
+already reads and maps the next batch; that batch is used only if the position then
+is the one it was read after. A crash in between
 republishes the batch with the same `Nats-Msg-Id`s, which the stream deduplicates
 within its window and consumers deduplicate by `event_id` after it.
 
@@ -19,8 +21,10 @@ import os
 import socket
 import time
 from collections.abc import Sequence
+from typing import Any
 from uuid import uuid4
 
+import attrs
 import psycopg
 import sqlalchemy as sa
 import structlog
@@ -38,6 +42,13 @@ log = structlog.get_logger()
 
 def owner_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:6]}"
+
+
+@attrs.frozen
+class Batch:
+    after: int  # the position it was read after
+    notifications: Sequence[Notification]
+    envelopes: list[Envelope]
 
 
 class Relay:
@@ -70,6 +81,7 @@ class Relay:
         self._woken = asyncio.Event()
         self._renew_every = lease_seconds / 3
         self._renewed_at = -math.inf  # monotonic: it counts time spent paused too
+        self._next: asyncio.Future[Batch] | None = None  # the prefetched batch
         self.epoch: int | None = None  # None: not the owner
         self.position = 0
 
@@ -86,15 +98,18 @@ class Relay:
                 except FencedError as e:
                     log.warning("relay.fenced", owner=self.lease.owner, error=str(e))
                     self.epoch = None
+                    self.forget_prefetched()
                     continue
                 except TRANSIENT as e:  # the batch is republished from the position
                     log.warning("relay.retry", error=repr(e))
+                    self.forget_prefetched()
                     await backoff.wait()
                     continue
                 backoff.reset()
                 if not published:
                     await self._wait(stop, self._idle_poll, self._woken)
         finally:
+            self.forget_prefetched()
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
@@ -127,28 +142,51 @@ class Relay:
         if time.monotonic() - self._renewed_at > self._renew_every:
             self.position = await asyncio.to_thread(self.lease.renew, epoch)
             self._renewed_at = time.monotonic()
-        notifications = await asyncio.to_thread(self._read_batch)
-        if not notifications:
+        batch = await self._take_batch()
+        if not batch.notifications:
             return 0
         crash_point("relay.after_read")
-        envelopes = published_envelopes(self._mapper, notifications)
-        await self._publish(envelopes)
+        futures = await self._send(batch.envelopes)
+        crash_point("relay.after_publish")
+        new_position = batch.notifications[-1].id
+        self._prefetch(new_position)  # read and map the next batch while acks arrive
+        await self._await_acks(futures)
         crash_point("relay.after_puback")
-        new_position = notifications[-1].id
         await asyncio.to_thread(self.lease.advance, epoch, new_position)
         self._renewed_at = time.monotonic()  # advancing extended the lease
         self.position = new_position
-        return len(notifications)
+        return len(batch.notifications)
 
-    def _read_batch(self) -> Sequence[Notification]:
+    def forget_prefetched(self) -> None:
+        """After a failure the next batch is read afresh from the position."""
+        if self._next is not None:
+            self._next.cancel()  # a read already running in its thread just ends
+            self._next.add_done_callback(_retrieve)
+            self._next = None
+
+    async def _take_batch(self) -> Batch:
+        prefetched, self._next = self._next, None
+        if prefetched is not None:
+            batch = await prefetched
+            # Empty is stale: what committed since would wait for the next NOTIFY.
+            if batch.after == self.position and batch.notifications:
+                return batch
+        return await asyncio.to_thread(self._read, self.position)
+
+    def _prefetch(self, after: int) -> None:
+        self._next = asyncio.ensure_future(asyncio.to_thread(self._read, after))
+
+    def _read(self, after: int) -> Batch:
         # Ids have gaps (a failed insert uses one up): resume after the last id
         # seen, never wait for the next number.
-        return self._recorder.select_notifications(
-            start=self.position, limit=self._batch_size, inclusive_of_start=False
+        notifications = self._recorder.select_notifications(
+            start=after, limit=self._batch_size, inclusive_of_start=False
         )
+        envelopes = published_envelopes(self._mapper, notifications)
+        return Batch(after, notifications, envelopes)
 
-    async def _publish(self, envelopes: list[Envelope]) -> None:
-        futures = [
+    async def _send(self, envelopes: list[Envelope]) -> list[asyncio.Future[Any]]:
+        return [
             await self._js.publish_async(
                 envelope.subject,
                 envelope.to_json(),
@@ -160,7 +198,8 @@ class Relay:
             )
             for envelope in envelopes
         ]
-        crash_point("relay.after_publish")
+
+    async def _await_acks(self, futures: list[asyncio.Future[Any]]) -> None:
         try:
             await asyncio.wait_for(asyncio.gather(*futures), self._puback_timeout)
         except BaseException:
@@ -195,3 +234,9 @@ class Relay:
                 log.warning("relay.listen_lost", error=str(e))
                 self._woken.set()  # catch up on whatever we missed
                 await asyncio.sleep(1)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """A discarded prefetch may have failed; its error is not news."""
+    if not future.cancelled():
+        future.exception()
