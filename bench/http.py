@@ -47,6 +47,25 @@ def http_enrollments(
     return work
 
 
+def http_floor(api: str, clients: int) -> Callable[[], int]:
+    """Closed-loop GETs of /healthz: what the HTTP stack alone (uvicorn, FastAPI,
+    this client) allows on this machine, with no database work at all."""
+
+    def work() -> int:
+        per_client = HTTP_REQUESTS // clients
+
+        def client(_: int) -> int:
+            with httpx.Client(base_url=api, timeout=30) as http:
+                for _ in range(per_client):
+                    assert http.get("/healthz").status_code == 200
+            return per_client
+
+        with ThreadPoolExecutor(clients) as pool:
+            return sum(pool.map(client, range(clients)))
+
+    return work
+
+
 def raw_saves(
     app: ClubApplication, clients: int, total: int = HTTP_REQUESTS
 ) -> Callable[[], int]:

@@ -32,7 +32,7 @@ from adapters.embedded.process import free_port
 from application.contracts.mapping import published_envelopes
 from bench.chain import chain_latencies
 from bench.common import RUNS, SCALE, series, summary
-from bench.http import http_enrollments, raw_saves, steady_latencies
+from bench.http import http_enrollments, http_floor, raw_saves, steady_latencies
 from bench.memory import resident_growth
 from bench.peer import nats_outbox_rate
 from bench.projection import club_catchup_rate, raw_catchup_rate
@@ -108,6 +108,9 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
                     series(raw_saves(container.app, clients)),
                     "eventsourcing save() of Lesson + Enrollment, in-process",
                     0.6,
+                )
+                out["context"][f"GET /healthz over HTTP, {clients} client(s)"] = (
+                    summary(series(http_floor(api, clients)))
                 )
             spread = out["enrollments/s over HTTP, 8 client(s)"]["club"]
             hot = series(http_enrollments(container, api, 8, one_lesson=True))
@@ -226,7 +229,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown section(s) {sorted(unknown)}; choose from {list(SECTIONS)}")
         return 2
-    out: dict[str, Any] = {"latency": {}, "write path": {}}
+    out: dict[str, Any] = {"latency": {}, "write path": {}, "context": {}}
     with Servers(scratch_dir("club-bench-")) as servers:
         for name in chosen:
             print(f"bench: {name} …", flush=True)
@@ -255,6 +258,11 @@ def report(out: dict[str, Any], *, full: bool) -> None:
             f"≥ {row['goal']} {met}",
         )  # fmt: skip
     console.print(table)
+    for name, figures in out["context"].items():
+        console.print(
+            f"{name}: {figures['median']:,.0f}/s "
+            f"({figures['min']:,.0f}-{figures['max']:,.0f}; the HTTP stack alone)"
+        )
     for name, figures in out["latency"].items():
         console.print(
             f"{name}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
