@@ -109,17 +109,9 @@ def _claim(
         first.setdefault(delivery.envelope.event_id, delivery)
     if not first:
         return {}, {}
-    deliveries = list(first.values())
-    inserted = conn.execute(
-        _CLAIM,
-        {
-            "consumer": consumer,
-            "event_ids": list(first),
-            "digests": [d.digest for d in deliveries],
-            "seqs": [d.stream_seq for d in deliveries],
-        },
-    ).scalars()
-    new_ids = set(inserted)
+    new_ids = insert_new(
+        conn, consumer, [(i, d.digest, d.stream_seq) for i, d in first.items()]
+    )
     owners = {event_id: d for event_id, d in first.items() if event_id in new_ids}
     recorded = {event_id: d.digest for event_id, d in owners.items()}
     seen_before = [event_id for event_id in first if event_id not in new_ids]
@@ -131,6 +123,22 @@ def _claim(
         )
         recorded |= {event_id: bytes(digest) for event_id, digest in found}
     return owners, recorded
+
+
+def insert_new(
+    conn: sa.Connection, consumer: str, rows: Sequence[tuple[UUID, bytes, int]]
+) -> set[UUID]:
+    """Insert (event id, body hash, stream seq) rows; returns the ids that were new."""
+    inserted = conn.execute(
+        _CLAIM,
+        {
+            "consumer": consumer,
+            "event_ids": [event_id for event_id, _, _ in rows],
+            "digests": [digest for _, digest, _ in rows],
+            "seqs": [seq for _, _, seq in rows],
+        },
+    ).scalars()
+    return set(inserted)
 
 
 def advance(conn: sa.Connection, consumer: str, stream_seq: int) -> None:

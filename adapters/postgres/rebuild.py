@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
+from uuid import UUID
 
 import attrs
 import sqlalchemy as sa
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 
-from adapters.postgres.inbox import Apply, consumer_lock
+from adapters.postgres.inbox import Apply, consumer_lock, insert_new
 from application.contracts.envelope import Envelope
 from application.contracts.mapping import published_envelopes
 
@@ -101,12 +102,9 @@ class Rebuild:
         envelopes = published_envelopes(self._mapper, notifications)
         if envelopes:
             self._apply(conn, envelopes)
-            rows = [_inbox_row(self.name, envelope) for envelope in envelopes]
+            # The shadow engine puts this into the shadow schema's inbox.
+            insert_new(conn, self.name, [_inbox_row(e) for e in envelopes])
             self.events_applied += len(envelopes)
-            shadow_inbox = sa.table(
-                "inbox", *(sa.column(c) for c in rows[0]), schema=self.shadow
-            )
-            conn.execute(sa.insert(shadow_inbox), rows)
         self._position = notifications[-1].id
 
     def _switch(self) -> None:
@@ -130,15 +128,11 @@ class Rebuild:
             conn.exec_driver_sql(f'DROP SCHEMA "{self.shadow}" CASCADE')
 
 
-def _inbox_row(consumer: str, envelope: Envelope) -> dict[str, object]:
+def _inbox_row(envelope: Envelope) -> tuple[UUID, bytes, int]:
     # The body the relay publishes is deterministic, so this hash equals the hash of
     # the message the live consumer would receive: it sees a duplicate, not a conflict.
-    return {
-        "consumer": consumer,
-        "event_id": envelope.event_id,
-        "body_sha256": hashlib.sha256(envelope.to_json()).digest(),
-        "stream_seq": 0,  # applied from the event store, not from the stream
-    }
+    # Stream seq 0: applied from the event store, not from the stream.
+    return envelope.event_id, hashlib.sha256(envelope.to_json()).digest(), 0
 
 
 def _quiet(done: int, total: int) -> None:
