@@ -234,7 +234,7 @@ def main(argv: list[str]) -> int:
         for name in chosen:
             print(f"bench: {name} …", flush=True)
             SECTIONS[name](servers, out)
-    report(out, full=chosen == list(SECTIONS))
+    report(out, full=chosen == list(SECTIONS) and SCALE == 1)
     return 0
 
 
