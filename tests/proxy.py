@@ -43,8 +43,10 @@ class Proxy:
 
     def __exit__(self, *_: object) -> None:
         self.reset()
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
 
     def set(
         self, *, up: Mode = "pass", down: Mode = "pass", delay: float = 0.0
@@ -63,6 +65,15 @@ class Proxy:
 
     async def _start(self) -> None:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+
+    async def _stop(self) -> None:
+        """Close the listener and end every pump, so no task outlives the loop."""
+        if self._server is not None:
+            self._server.close()
+        tasks = asyncio.all_tasks() - {asyncio.current_task()}
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _reset_all(self) -> None:
         for writer in list(self._writers):
