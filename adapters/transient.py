@@ -33,7 +33,10 @@ class Backoff:
     def reset(self) -> None:
         self._attempt = 0
 
-    async def wait(self) -> None:
+    def next_delay(self) -> float:
         ceiling = min(self._cap, self._first * 2**self._attempt)
         self._attempt += 1
-        await asyncio.sleep(random.uniform(ceiling / 2, ceiling))  # noqa: S311
+        return random.uniform(ceiling / 2, ceiling)  # noqa: S311
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.next_delay())

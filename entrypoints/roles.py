@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
+from collections.abc import Callable
+from typing import Any
 
 import structlog
 import uvicorn
+from nats.aio.client import Client
 
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.relay import Relay
 from adapters.nats.streams import connect
+from adapters.transient import TRANSIENT, Backoff
 from entrypoints import bootstrap
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
@@ -20,11 +25,12 @@ log = structlog.get_logger()
 
 def run_api(settings: Settings) -> None:
     database_url, nats_url = settings.require_services()
-    container = bootstrap.build(
+    container = _build_when_reachable(
         database_url,
         pool_size=20,
         idempotency_lease=settings.idempotency_lease_seconds,
     )
+    assert container is not None  # noqa: S101 - only a stop check returns None
     try:
         uvicorn.run(
             create_app(
@@ -49,6 +55,32 @@ def run_projector(settings: Settings, name: str) -> None:
     asyncio.run(_projector(settings, name))
 
 
+def _build_when_reachable(
+    database_url: str, stopped: Callable[[], bool] = lambda: False, **kw: Any
+) -> bootstrap.Container | None:
+    """Roles start in any order: one whose database is down waits for it instead of
+    dying at start-up (a supervisor would restart it, a bare process would not).
+    None: asked to stop while waiting."""
+    backoff = Backoff(cap=2.0)
+    while not stopped():
+        try:
+            return bootstrap.build(database_url, **kw)
+        except TRANSIENT as e:
+            log.warning("role.waiting_for_database", error=repr(e))
+            time.sleep(backoff.next_delay())
+    return None
+
+
+async def _connect_when_reachable(nats_url: str, name: str) -> Client:
+    backoff = Backoff(cap=2.0)
+    while True:
+        try:
+            return await connect(nats_url, name=name)
+        except TRANSIENT as e:
+            log.warning("role.waiting_for_nats", error=repr(e))
+            await backoff.wait()
+
+
 def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -61,10 +93,16 @@ async def _relay(settings: Settings) -> None:
     database_url, nats_url = settings.require_services()
     stop = _stop_on_signals()
     # A relay paused inside a lease transaction must not block the takeover.
-    container = bootstrap.build(
-        database_url, pool_size=2, hold_locks_at_most=settings.relay_lease_seconds / 2
+    container = await asyncio.to_thread(
+        _build_when_reachable,
+        database_url,
+        stop.is_set,
+        pool_size=2,
+        hold_locks_at_most=settings.relay_lease_seconds / 2,
     )
-    nc = await connect(nats_url, name="club-relay")
+    if container is None:
+        return
+    nc = await _connect_when_reachable(nats_url, "club-relay")
     try:
         relay = Relay(
             recorder=container.app.recorder,
@@ -85,8 +123,12 @@ async def _projector(settings: Settings, name: str) -> None:
     database_url, nats_url = settings.require_services()
     stop = _stop_on_signals()
     _, apply = bootstrap.PROJECTIONS[name]
-    container = bootstrap.build(database_url, pool_size=2)
-    nc = await connect(nats_url, name=f"club-projector-{name}")
+    container = await asyncio.to_thread(
+        _build_when_reachable, database_url, stop.is_set, pool_size=2
+    )
+    if container is None:
+        return
+    nc = await _connect_when_reachable(nats_url, f"club-projector-{name}")
     try:
         runner = ConsumerRunner(
             name=name,

@@ -27,7 +27,8 @@ def scratch_dir(prefix: str) -> Path:
     removed when the test process exits, so runs do not fill the disk."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     path.chmod(0o755)
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    if not os.environ.get("CLUB_KEEP_SCRATCH"):  # keep logs to read after a failure
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
 
 

@@ -151,3 +151,35 @@ def test_nats_killed_mid_publish_the_relay_resumes_and_loses_nothing(
         lambda: (t := confirmed_totals(container))["projection"] == t["store"],
         timeout=30,
     )
+
+
+def test_a_role_started_while_postgres_is_down_waits_for_it(
+    servers, stack, container_for, migrated
+) -> None:
+    pg, _ = servers
+    container = container_for(migrated[0])
+    stack.stop("relay")
+    pg.stop(immediate=True)
+    stack.start("relay")
+    time.sleep(7)  # past the event store's first 5 s connection wait
+    assert stack.procs["relay"].poll() is None, "the relay died instead of waiting"
+    pg.start()
+    # A read through the event store answers again (its stale connections dropped):
+    unknown = f"{stack.base}/lessons/{uuid4()}"
+    eventually(lambda: _status(unknown) == 404, timeout=30)
+    client = Client(stack.base)  # new enrollments go all the way through
+    client.start()
+    eventually(lambda: len(client.created) >= 5, timeout=30)
+    client.stop.set()
+    client.join(20)
+    eventually(
+        lambda: (t := confirmed_totals(container))["projection"] == t["store"],
+        timeout=30,
+    )
+
+
+def _status(url: str) -> int | None:
+    try:
+        return httpx.get(url, timeout=15).status_code
+    except httpx.HTTPError:
+        return None
