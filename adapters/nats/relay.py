@@ -2,11 +2,11 @@
 
 It reads the event store's notification log after the shared position, publishes a
 batch with pipelined PubAcks, waits for all of them (bounded by a timeout, so a lost
-PubAck cannot hang it), and only then moves the position. While the PubAcks arrive it
-already reads and maps the next batch; that batch is used only if the position then
-is the one it was read after. A crash in between
+PubAck cannot hang it), and only then moves the position. A crash in between
 republishes the batch with the same `Nats-Msg-Id`s, which the stream deduplicates
-within its window and consumers deduplicate by `event_id` after it.
+within its window and consumers deduplicate by `event_id` after it. While the PubAcks
+arrive it already reads and maps the next batch, used only if the position then is
+the one that batch was read after.
 
 Several relays may run: one holds the lease and publishes, the others wait to take
 over. The position moves only under the holder's epoch (see `RelayLease`).
