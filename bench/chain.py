@@ -9,28 +9,25 @@ commit follows within a few milliseconds).
 
 from __future__ import annotations
 
-import time
-
 import sqlalchemy as sa
 
 from adapters.postgres.tables import inbox
 from application.contracts.mapping import published_envelopes
-from bench.common import new_lesson, percentiles, students
+from bench.common import new_lesson, percentiles, students, wait_until_projected
 from bench.http import steady
 from entrypoints import bootstrap
 from projections import statistics
-from tests.faults.workload import confirmed_totals
 
 
 def chain_latencies(
     container: bootstrap.Container, api: str, rate: float, count: int
 ) -> dict[str, float]:
-    _wait_until_projected(container)  # earlier sections' backlog is not ours
+    wait_until_projected(container)  # earlier sections' backlog is not ours
     recorder = container.app.recorder
     after = recorder.max_notification_id() or 0
     lesson = new_lesson(container.app, count)
     steady(api, lesson, students(container, count), rate)
-    _wait_until_projected(container)
+    wait_until_projected(container)
     notifications = recorder.select_notifications(
         start=after, limit=10**6, inclusive_of_start=False
     )
@@ -50,11 +47,3 @@ def chain_latencies(
     return percentiles(
         [(at - occurred[event_id]).total_seconds() for event_id, at in applied]
     )
-
-
-def _wait_until_projected(container: bootstrap.Container, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while (totals := confirmed_totals(container))["projection"] < totals["store"]:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the statistics projection lags: {totals}")
-        time.sleep(0.1)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
@@ -13,6 +16,8 @@ from application.club import ClubApplication
 from application.commands import ScheduleLesson
 from domain.student import StudentProfile
 from entrypoints import bootstrap
+from tests.faults.workload import confirmed_totals
+from tests.stack import club_env
 
 # Overrides for trying the bench out quickly; the published figures use the defaults.
 RUNS = int(os.environ.get("CLUB_BENCH_RUNS", "3"))
@@ -61,3 +66,29 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
         "p50_ms": 1000 * ordered[len(ordered) // 2],
         "p99_ms": 1000 * ordered[max(0, int(len(ordered) * 0.99) - 1)],
     }
+
+
+@contextmanager
+def role(
+    database_url: str, nats_url: str, *args: str, **env: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """One `club` role as its own process, as deployed; stopped on the way out."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "entrypoints.cli", *args],
+        env=club_env(database_url, nats_url, **env),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def wait_until_projected(container: bootstrap.Container, timeout: float = 120) -> None:
+    """Until the statistics projection counts every enrollment in the event store."""
+    deadline = time.monotonic() + timeout
+    while (totals := confirmed_totals(container))["projection"] < totals["store"]:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the statistics projection lags: {totals}")
+        time.sleep(0.1)

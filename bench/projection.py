@@ -18,10 +18,9 @@ from uuid import uuid4
 import psycopg
 import sqlalchemy as sa
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from adapters.nats.consumer import ConsumerRunner
-from adapters.nats.streams import EVENTS_STREAM, connect
+from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
 from projections import statistics
 
 BATCH = 256
@@ -30,15 +29,8 @@ BATCH = 256
 async def _durable(
     js: JetStreamContext, name: str
 ) -> JetStreamContext.PullSubscription:
-    await js.add_consumer(
-        EVENTS_STREAM,
-        ConsumerConfig(
-            durable_name=name,
-            ack_policy=AckPolicy.EXPLICIT,
-            deliver_policy=DeliverPolicy.ALL,
-            max_ack_pending=10_000,
-        ),
-    )
+    """A fresh durable consumer, configured as `club projector`'s own."""
+    await ensure_consumer(js, name)
     return await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
 
 

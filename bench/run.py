@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from application.contracts.mapping import published_envelopes
 from bench.chain import chain_latencies
-from bench.common import RUNS, SCALE, series, summary
+from bench.common import RUNS, SCALE, role, series, summary
 from bench.http import http_enrollments, http_floor, raw_saves, steady_latencies
 from bench.memory import resident_growth
 from bench.peer import nats_outbox_rate
@@ -41,7 +40,7 @@ from bench.relay import raw_publish_rate, relay_rate
 from bench.write_path import horizon_container, horizon_readers_never_skip
 from entrypoints import bootstrap
 from tests.servers import fresh_database, scratch_dir
-from tests.stack import club_env, wait_ready
+from tests.stack import wait_ready
 
 BACKLOG_NOTIFICATIONS = int(100_000 * SCALE)  # ~50,000 published (2 per enrollment)
 WRITES_PER_RUN = 960
@@ -76,20 +75,6 @@ def club(database_url: str, nats_url: str) -> Iterator[bootstrap.Container]:
         yield container
     finally:
         container.close()
-
-
-@contextmanager
-def role(database_url: str, nats_url: str, *args: str, **env: str) -> Iterator[None]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "entrypoints.cli", *args],
-        env=club_env(database_url, nats_url, **env),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def ratio_row(club: list[float], raw: list[float], raw_is: str, goal: float) -> dict:

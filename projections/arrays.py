@@ -21,7 +21,9 @@ def unnest(columns: Sequence[sa.Column[Any]]) -> sa.TableValuedAlias:
     return sa.func.unnest(*arrays).table_valued(*names).render_derived(name="batch")
 
 
-def insert_rows(table: sa.Table, columns: Sequence[sa.Column[Any]]) -> pg.Insert:
+def insert_rows(table: sa.Table) -> pg.Insert:
+    """INSERT of every column of `table` from one array parameter per column."""
+    columns = list(table.columns)
     batch = unnest(columns)
     return pg.insert(table).from_select([c.name for c in columns], sa.select(batch))
 

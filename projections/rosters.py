@@ -54,7 +54,7 @@ def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
 
 def _merge() -> pg.Insert:
     """Newest version wins field by field; an older event still fills the gaps."""
-    stmt = insert_rows(entries, list(entries.columns))
+    stmt = insert_rows(entries)
     new, old = stmt.excluded, entries.c
     newer = old.version < new.version
     set_: dict[str, Any] = {

@@ -69,7 +69,7 @@ def apply(conn: sa.Connection, envelopes: Sequence[Envelope]) -> None:
     conn.execute(_UPSERT, as_arrays(rows, lessons.columns))
 
 
-_insert = insert_rows(lessons, list(lessons.columns))
+_insert = insert_rows(lessons)
 _UPSERT = _insert.on_conflict_do_update(
     index_elements=[lessons.c.lesson_id],
     set_={
