@@ -71,14 +71,18 @@ def _build_when_reachable(
     return None
 
 
-async def _connect_when_reachable(nats_url: str, name: str) -> Client:
+async def _connect_when_reachable(
+    nats_url: str, name: str, stop: asyncio.Event
+) -> Client | None:
+    """The same for NATS. None: asked to stop while waiting."""
     backoff = Backoff(cap=2.0)
-    while True:
+    while not stop.is_set():
         try:
             return await connect(nats_url, name=name)
         except TRANSIENT as e:
             log.warning("role.waiting_for_nats", error=repr(e))
             await backoff.wait()
+    return None
 
 
 def _stop_on_signals() -> asyncio.Event:
@@ -102,7 +106,10 @@ async def _relay(settings: Settings) -> None:
     )
     if container is None:
         return
-    nc = await _connect_when_reachable(nats_url, "club-relay")
+    nc = await _connect_when_reachable(nats_url, "club-relay", stop)
+    if nc is None:
+        container.close()
+        return
     try:
         relay = Relay(
             recorder=container.app.recorder,
@@ -128,7 +135,10 @@ async def _projector(settings: Settings, name: str) -> None:
     )
     if container is None:
         return
-    nc = await _connect_when_reachable(nats_url, f"club-projector-{name}")
+    nc = await _connect_when_reachable(nats_url, f"club-projector-{name}", stop)
+    if nc is None:
+        container.close()
+        return
     try:
         runner = ConsumerRunner(
             name=name,
