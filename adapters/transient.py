@@ -1,7 +1,11 @@
-"""Failures that pass: a broker or database restart, a lost reply, a timeout.
+"""Failures that pass: a broker or database restart, a lost reply, a timeout, a race.
 
-Long-running roles wait these out with a growing, jittered pause instead of dying;
-anything else is a bug and is left to crash the process (the supervisor restarts it).
+Long-running roles wait these out with a growing, jittered pause instead of dying,
+and the API answers them 503 + Retry-After. Only failures of the connection itself
+(or a lock or a race that another attempt can win) belong here: an error in what a
+statement *says* — text PostgreSQL refuses, a violated constraint, a bug — fails the
+same way on every retry, so a consumer treats it as a poison event and anything else
+lets it crash (the supervisor restarts it).
 """
 
 from __future__ import annotations
@@ -9,18 +13,32 @@ from __future__ import annotations
 import asyncio
 import random
 
+import eventsourcing.persistence as es
 import nats.errors
 import psycopg
 import sqlalchemy.exc
-from eventsourcing.persistence import PersistenceError
+
+from application.errors import ContentionError
 
 TRANSIENT: tuple[type[BaseException], ...] = (
     OSError,  # includes TimeoutError and connection resets
-    psycopg.Error,
-    sqlalchemy.exc.SQLAlchemyError,
-    PersistenceError,
+    # Lost or broken connections, lock and statement timeouts, serialization
+    # failures and deadlocks, the pool's timeouts (psycopg_pool's are subclasses).
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.InterfaceError,
+    sqlalchemy.exc.DisconnectionError,
+    sqlalchemy.exc.TimeoutError,  # no pooled connection within pool_timeout
+    es.OperationalError,
+    es.InterfaceError,
     nats.errors.Error,
+    ContentionError,  # a concurrent writer won this time; the next attempt may not
 )
+
+
+def is_transient(error: BaseException) -> bool:
+    return isinstance(error, TRANSIENT)
 
 
 class Backoff:

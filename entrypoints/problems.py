@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from eventsourcing.persistence import InterfaceError, OperationalError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from application.errors import ContentionError, NotFoundError, UnknownStudentError
+# Failures that pass (one definition for every role): retry the same request.
+from adapters.transient import TRANSIENT
+from application.errors import NotFoundError, UnknownStudentError
 from domain.errors import (
     AlreadyEnrolledError,
     InvalidLessonError,
@@ -56,15 +55,6 @@ KNOWN: list[tuple[type[BaseException], int, str, str]] = [
     (UnknownStudentError, 422, "unknown-student", "The student has no profile"),
     (NotFoundError, 404, "not-found", "Not found"),
 ]
-
-# Failures that pass: the client should retry the same request, same key.
-TRANSIENT: tuple[type[BaseException], ...] = (
-    ContentionError,
-    OperationalError,
-    InterfaceError,
-    DBAPIError,
-    PoolTimeoutError,
-)
 
 
 def problem_for(error: BaseException) -> JSONResponse | None:
