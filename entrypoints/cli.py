@@ -5,21 +5,40 @@ from __future__ import annotations
 import argparse
 import sys
 
+import structlog
+
 from adapters.crash import check_crash_setting
 from entrypoints import bootstrap, maintenance
+from entrypoints.masking import mask_log_event, masked
 from entrypoints.settings import ConfigError, Settings
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    _mask_passwords_in_logs()
+    # Only a setting's mistake is a one-line answer; anything else is a bug whose
+    # traceback the operator needs, so it propagates.
     try:
-        check_crash_setting()
+        _check_crash_setting()
         settings = Settings.from_env()
         return int(args.run(settings, args) or 0)
-    except (ConfigError, ValueError) as e:
-        print(f"club: {e}", file=sys.stderr)
+    except ConfigError as e:
+        print(f"club: {masked(str(e))}", file=sys.stderr)
         return 2
+
+
+def _check_crash_setting() -> None:
+    try:
+        check_crash_setting()
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _mask_passwords_in_logs() -> None:
+    processors = structlog.get_config()["processors"]
+    if mask_log_event not in processors:
+        structlog.configure(processors=[mask_log_event, *processors])
 
 
 def _up(settings: Settings, _: argparse.Namespace) -> int:

@@ -6,8 +6,11 @@ import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import attrs
+
+from entrypoints.masking import masked
 
 
 class ConfigError(ValueError):
@@ -33,11 +36,11 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         return cls(
-            database_url=env.get("CLUB_DATABASE_URL") or None,
-            nats_url=env.get("CLUB_NATS_URL") or None,
+            database_url=_database_url(env.get("CLUB_DATABASE_URL") or None),
+            nats_url=_nats_url(env.get("CLUB_NATS_URL") or None),
             data_dir=Path(env.get("CLUB_DATA_DIR", ".club")).absolute(),
             http_host=env.get("CLUB_HTTP_HOST", "127.0.0.1"),
-            http_port=_int(env, "CLUB_HTTP_PORT", 8000),
+            http_port=_port(env, "CLUB_HTTP_PORT", 8000),
             operator_token=env.get("CLUB_OPERATOR_TOKEN") or secrets.token_urlsafe(24),
             hold_seconds=_int(env, "CLUB_HOLD_SECONDS", 900),
             relay_lease_seconds=_number(env, "CLUB_RELAY_LEASE_SECONDS", 10),
@@ -79,4 +82,47 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name}={raw!r} is not a number of seconds") from None
     if value <= 0:
         raise ConfigError(f"{name}={raw!r} must be more than 0 seconds")
+    return value
+
+
+DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+NATS_SCHEMES = ("nats", "tls", "ws", "wss")
+
+
+def _database_url(url: str | None) -> str | None:
+    if url is not None:
+        _check_url("CLUB_DATABASE_URL", url, DATABASE_SCHEMES, "postgresql://")
+    return url
+
+
+def _nats_url(url: str | None) -> str | None:
+    """A cluster is a comma-separated list; each URL may carry `user:password@`."""
+    if url is not None:
+        for one in url.split(","):
+            _check_url("CLUB_NATS_URL", one.strip(), NATS_SCHEMES, "nats://")
+    return url
+
+
+def _check_url(name: str, url: str, schemes: tuple[str, ...], example: str) -> None:
+    """Checked here so that a typo is one line naming the fix, not a driver's
+    traceback (or a `ValueError` deep inside a role)."""
+    shown = masked(url)
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises on a port that is not a number in range
+    except ValueError:
+        msg = f"{name}={shown!r} is not a URL; write it as {example}host:port/..."
+        raise ConfigError(msg) from None
+    if parts.scheme not in schemes:
+        msg = f"{name}={shown!r} must start with {example}, not {parts.scheme}://"
+        raise ConfigError(msg)
+    if not parts.hostname:
+        msg = f"{name}={shown!r} names no host; write it as {example}host:port/..."
+        raise ConfigError(msg)
+
+
+def _port(env: Mapping[str, str], name: str, default: int) -> int:
+    value = _int(env, name, default)
+    if not 0 < value < 65536:  # noqa: PLR2004 - the TCP port range
+        raise ConfigError(f"{name}={value} is not a TCP port (1 to 65535)")
     return value

@@ -1,0 +1,93 @@
+"""A setting's mistake is one line naming the fix; a bug is a traceback (#9, 5b)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from entrypoints import cli
+from entrypoints.masking import masked
+from entrypoints.settings import ConfigError, Settings
+from tests.stack import club_env
+
+
+def club(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoints.cli", *args],
+        env=club_env("", "", **env), capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fix"),
+    [
+        ("CLUB_DATABASE_URL", "mysql://u:hunter2@db/club", "postgresql://"),
+        ("CLUB_DATABASE_URL", "postgresql://u:hunter2@db:port/club", "postgresql://"),
+        ("CLUB_DATABASE_URL", "postgresql://u:hunter2@:5432/club", "postgresql://"),
+        ("CLUB_NATS_URL", "http://u:hunter2@nats:4222", "nats://"),
+        ("CLUB_NATS_URL", "nats://a:4222,nats://u:hunter2@b:x", "nats://"),
+        ("CLUB_HTTP_PORT", "80000", "1 to 65535"),
+        ("CLUB_CRASH_AT", "relay.nowhere", "relay.after_read"),
+    ],
+)
+def test_a_bad_setting_is_one_line_that_names_the_fix(
+    name: str, value: str, fix: str
+) -> None:
+    good = {
+        "CLUB_DATABASE_URL": "postgresql://club:hunter2@127.0.0.1:1/club",
+        "CLUB_NATS_URL": "nats://relay:hunter2@127.0.0.1:1",
+    }
+    answer = club("migrate", **(good | {name: value}))
+    assert answer.returncode == 2, answer.stderr
+    lines = answer.stderr.splitlines()
+    assert len(lines) == 1, answer.stderr
+    assert lines[0].startswith(f"club: {name}")
+    assert fix in lines[0]
+    assert "hunter2" not in answer.stderr + answer.stdout
+
+
+def test_a_bug_inside_a_role_is_a_traceback_not_a_config_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def relay_with_a_bug(*_: object) -> int:
+        return int("a ValueError deep inside the relay")
+
+    monkeypatch.setattr(cli, "_relay", relay_with_a_bug)
+    with pytest.raises(ValueError, match="deep inside the relay"):
+        cli.main(["relay"])
+
+
+def test_the_url_checks_accept_what_the_drivers_accept() -> None:
+    settings = Settings.from_env(
+        {
+            "CLUB_DATABASE_URL": "postgresql://u:p%40ss@db.example:5433/club",
+            "CLUB_NATS_URL": "nats://relay:pw@n1:4222, tls://relay:pw@n2:4222",
+        }
+    )
+    assert settings.database_url is not None
+    assert settings.nats_url is not None
+    with pytest.raises(ConfigError, match="must start with postgresql://"):
+        Settings.from_env({"CLUB_DATABASE_URL": "127.0.0.1:5432/club"})
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://club:s3cr@t@db:5432/club", "postgresql://club:***@db:5432/club"),
+        ("postgresql://club@db/club", "postgresql://club@db/club"),
+        (
+            "nats://relay:pw1@n1:4222,nats://relay:pw2@n2:4222",
+            "nats://relay:***@n1:4222,nats://relay:***@n2:4222",
+        ),
+        ("nats://s3cr3t-token@n1:4222", "nats://***@n1:4222"),
+        (
+            "error: host=db password='a b' user=club",
+            "error: host=db password=*** user=club",
+        ),
+    ],
+)
+def test_masked_hides_every_password_and_token(url: str, shown: str) -> None:
+    assert masked(url) == shown
