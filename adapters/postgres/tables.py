@@ -64,3 +64,24 @@ consumer_positions = sa.Table(
     sa.Column("stream_seq", sa.BigInteger, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
 )
+
+# Who answers for a consumer's dead letters: named in each one's Club-Owner header
+# (a consumer without a row names DEFAULT_OWNER in adapters/nats/dead_letters.py).
+consumer_owners = sa.Table(
+    "consumer_owners",
+    metadata,
+    sa.Column("consumer", sa.Text, primary_key=True),
+    sa.Column("owner", sa.Text, nullable=False),
+)
+
+# Stored events a projection rebuild could not apply (poison): skipped, never
+# silently, and never a rebuild stopped dead.
+rebuild_skips = sa.Table(
+    "rebuild_skips",
+    metadata,
+    sa.Column("projection", sa.Text, primary_key=True),
+    sa.Column("notification_id", sa.BigInteger, primary_key=True),
+    sa.Column("event_id", UUID(as_uuid=True)),  # None: it could not even be mapped
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("skipped_at", sa.DateTime(timezone=True), server_default=now),
+)
