@@ -14,3 +14,9 @@ DEAD_LETTERS = Counter(
     "Messages a consumer copied to CLUB_DLQ, by reason.",
     ["consumer", "reason"],
 )
+POISON_EVENTS = Counter(
+    "club_poison_events",
+    "Failures applying one event alone (not the connection's): each retry counts; "
+    "alert on any increase.",
+    ["consumer"],
+)

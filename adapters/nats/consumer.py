@@ -1,10 +1,18 @@
 """The consumer runner: fetch a batch, apply it in one SQL transaction, then ack.
 
-Per batch one transaction writes the inbox rows `(consumer, event_id, sha256)`, the
-effect of every event seen for the first time, and the stream position. Only after
-that commit are the messages acked, so a crash before it redelivers them and a crash
-after it finds them in the inbox. What cannot be read is copied to `CLUB_DLQ` with its
-reason before it is terminated, so nothing is dropped silently.
+Per batch one transaction writes the inbox rows `(consumer, event_id, meaning
+digest)`, the effect of every event seen for the first time, and the stream position.
+Only after that commit are the messages acked, so a crash before it redelivers them
+and a crash after it finds them in the inbox.
+
+Nothing a message contains can stop the runner:
+- a body that cannot be read (whatever the decoder raises) is copied to `CLUB_DLQ`
+  with its reason before it is terminated, so nothing is dropped silently;
+- a batch that fails for a reason other than the connection is applied again one
+  event per SAVEPOINT: the healthy ones commit and are acked; each event that fails
+  alone (a poison event) is NAKed with a growing delay and, once JetStream has
+  delivered it `poison_attempts` times, dead-lettered with its reason and owner;
+- a failure of the connection (TRANSIENT) NAKs the batch and is waited out.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from uuid import UUID
 
 import attrs
 import sqlalchemy as sa
@@ -21,16 +30,32 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
-from adapters.metrics import CONTRACT_CONFLICTS, DEAD_LETTERS
+from adapters.metrics import CONTRACT_CONFLICTS, POISON_EVENTS
+from adapters.nats.dead_letters import Unreadable, dead_letter
 from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, ensure_consumer
-from adapters.postgres.inbox import Apply, Delivery, apply_batch
+from adapters.postgres.inbox import (
+    Applied,
+    Apply,
+    Delivery,
+    advance,
+    apply_batch,
+    apply_isolated,
+)
+from adapters.postgres.owners import owner_of
+from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
-from application.contracts.mapping import UnknownSchemaError, decode
+from application.contracts.mapping import UnknownSchemaError
+from application.contracts.meaning import meaning_digest
 
 log = structlog.get_logger()
 
 NAK_DELAY_S = 2.0
+POISON_ATTEMPTS = 5  # deliveries of a poison event before it is dead-lettered
+POISON_FIRST_DELAY_S = 1.0  # then doubled per delivery, up to the cap
+POISON_MAX_DELAY_S = 60.0
+
+__all__ = ["BatchOutcome", "ConsumerRunner", "Incoming", "Unreadable"]
 
 
 @attrs.frozen
@@ -39,18 +64,12 @@ class Incoming:
     delivery: Delivery
 
 
-@attrs.frozen
-class Unreadable:
-    msg: Msg
-    stream_seq: int
-    reason: str
-
-
 @attrs.define
 class BatchOutcome:
     applied: int = 0
     duplicates: int = 0
     dead: list[Unreadable] = attrs.Factory(list)
+    retrying: list[Incoming] = attrs.Factory(list)  # poison, NAKed for a retry
 
 
 class ConsumerRunner:
@@ -64,6 +83,9 @@ class ConsumerRunner:
         batch_size: int = 256,
         fetch_timeout: float = 1.0,
         ack_wait: float = ACK_WAIT_S,
+        poison_attempts: int = POISON_ATTEMPTS,
+        poison_first_delay: float = POISON_FIRST_DELAY_S,
+        poison_max_delay: float = POISON_MAX_DELAY_S,
     ) -> None:
         self.name = name
         self._apply = apply
@@ -72,6 +94,12 @@ class ConsumerRunner:
         self._batch_size = batch_size
         self._fetch_timeout = fetch_timeout
         self._ack_wait = ack_wait
+        self._poison_attempts = poison_attempts
+        self._poison_first_delay = poison_first_delay
+        self._poison_max_delay = poison_max_delay
+        # Events that failed alone before: a batch holding one goes straight to
+        # the isolated path instead of failing whole once more.
+        self._suspects: set[UUID] = set()
 
     async def run(self, stop: asyncio.Event) -> None:
         await ensure_consumer(self._js, self.name, ack_wait=self._ack_wait)
@@ -100,9 +128,11 @@ class ConsumerRunner:
         crash_point("consumer.after_receive")
         read = [_read(msg) for msg in msgs]
         readable = [item for item in read if isinstance(item, Incoming)]
-        last_seq = max((_seq(item) for item in read), default=0)
+        unreadable = [item for item in read if isinstance(item, Unreadable)]
         try:
-            outcome = await asyncio.to_thread(self._commit, readable, last_seq)
+            outcome = await asyncio.to_thread(
+                self._commit, readable, [item.stream_seq for item in unreadable]
+            )
         except TRANSIENT as e:
             log.warning("consumer.batch_failed", consumer=self.name, error=repr(e))
             for msg in msgs:
@@ -110,36 +140,94 @@ class ConsumerRunner:
                     await msg.nak(delay=NAK_DELAY_S)
             raise
         crash_point("consumer.after_commit")
-        outcome.dead.extend(item for item in read if isinstance(item, Unreadable))
-        dead = {id(item.msg) for item in outcome.dead}
-        for item in outcome.dead:
-            await self._dead_letter(item)
+        outcome.dead.extend(unreadable)
+        unsettled = {id(item.msg) for item in outcome.dead}
+        unsettled |= {id(item.msg) for item in outcome.retrying}
+        if outcome.dead:
+            owner = await asyncio.to_thread(owner_of, self._engine, self.name)
+            for dead in outcome.dead:
+                await dead_letter(self._js, self.name, dead, owner)
+        for retry in outcome.retrying:
+            await retry.msg.nak(delay=self._poison_delay(retry.msg))
         for msg in msgs:
-            if id(msg) not in dead:
+            if id(msg) not in unsettled:
                 await self._acknowledge(msg)
         return outcome
 
     async def _acknowledge(self, msg: Msg) -> None:
         await msg.ack()
 
-    def _commit(self, batch: list[Incoming], last_seq: int) -> BatchOutcome:
-        """Inbox rows, effects and position in one transaction."""
+    def _commit(self, batch: list[Incoming], dead_seqs: list[int]) -> BatchOutcome:
+        """Inbox rows, effects and position in one transaction; isolate on poison."""
+        deliveries = [item.delivery for item in batch]
+        if not self._suspects.intersection(d.envelope.event_id for d in deliveries):
+            last_seq = max([*dead_seqs, *(d.stream_seq for d in deliveries)], default=0)
+            try:
+                with self._engine.begin() as conn:
+                    result = apply_batch(
+                        conn, self.name, deliveries, self._apply, last_seq
+                    )
+                return self._outcome(batch, result)
+            except TRANSIENT:
+                raise
+            except Exception as e:  # some event in it is poison: find which
+                log.warning(
+                    "consumer.batch_isolating", consumer=self.name, error=describe(e)
+                )
         with self._engine.begin() as conn:
-            result = apply_batch(
-                conn,
-                self.name,
-                [item.delivery for item in batch],
-                self._apply,
-                last_seq,
-            )
-        return BatchOutcome(
+            result = apply_isolated(conn, self.name, deliveries, self._apply)
+            outcome = self._outcome(batch, result)
+            retrying = {id(item.delivery) for item in outcome.retrying}
+            settled = [d.stream_seq for d in deliveries if id(d) not in retrying]
+            # Settled messages only: the position never claims a pending retry.
+            if last := max([*dead_seqs, *settled], default=0):
+                advance(conn, self.name, last)
+        return outcome
+
+    def _outcome(self, batch: list[Incoming], result: Applied) -> BatchOutcome:
+        outcome = BatchOutcome(
             applied=result.applied,
             duplicates=result.duplicates,
             dead=[self._conflict(batch[index]) for index in result.conflicts],
         )
+        for index, error in result.poisoned:
+            item = batch[index]
+            given_up = item.msg.metadata.num_delivered >= self._poison_attempts
+            self._poisoned(item, error, given_up=given_up)
+            if given_up:
+                reason = f"poison: {describe(error)}"
+                outcome.dead.append(
+                    Unreadable(item.msg, item.delivery.stream_seq, reason)
+                )
+            else:
+                outcome.retrying.append(item)
+        return outcome
+
+    def _poisoned(self, item: Incoming, error: Exception, *, given_up: bool) -> None:
+        """The alert: a metric to page on and an error line saying which event."""
+        event_id = item.delivery.envelope.event_id
+        POISON_EVENTS.labels(consumer=self.name).inc()
+        log.error(
+            "consumer.poison_event",
+            consumer=self.name,
+            event_id=str(event_id),
+            stream_seq=item.delivery.stream_seq,
+            delivery=item.msg.metadata.num_delivered,
+            of=self._poison_attempts,
+            dead_lettered=given_up,
+            error=describe(error),
+        )
+        if given_up:
+            self._suspects.discard(event_id)
+        else:
+            self._suspects.add(event_id)
+
+    def _poison_delay(self, msg: Msg) -> float:
+        doublings = min(32, max(0, int(msg.metadata.num_delivered) - 1))
+        return min(self._poison_max_delay, self._poison_first_delay * 2.0**doublings)
 
     def _conflict(self, item: Incoming) -> Unreadable:
-        """Same event_id, other content: a broken contract, never a silent skip."""
+        """Same event_id, other meaning: a broken contract, never a silent skip."""
         event_id, seq = item.delivery.envelope.event_id, item.delivery.stream_seq
         CONTRACT_CONFLICTS.labels(consumer=self.name).inc()
         log.error(
@@ -148,47 +236,21 @@ class ConsumerRunner:
             event_id=str(event_id),
             stream_seq=seq,
         )
-        reason = f"contract-conflict: event {event_id} seen with other content"
+        reason = f"contract-conflict: event {event_id} seen with another meaning"
         return Unreadable(item.msg, seq, reason)
-
-    async def _dead_letter(self, item: Unreadable) -> None:
-        """Copy the payload first: a terminated message's advisory carries none."""
-        meta = item.msg.metadata
-        headers = dict(item.msg.headers or {})
-        digest = hashlib.sha256(item.msg.data).hexdigest()[:32]
-        headers.update(
-            {
-                "Club-Original-Subject": item.msg.subject,
-                "Club-Original-Stream-Seq": str(item.stream_seq),
-                "Club-Original-Msg-Id": headers.get("Nats-Msg-Id", ""),
-                "Club-Delivery-Count": str(meta.num_delivered),
-                "Club-Reason": item.reason,
-                # The same body dead-lettered twice is one entry, not two.
-                "Nats-Msg-Id": f"{self.name}:{digest}",
-            }
-        )
-        await self._js.publish(f"club.dlq.{self.name}", item.msg.data, headers=headers)
-        log.error(
-            "consumer.dead_lettered",
-            consumer=self.name,
-            stream_seq=item.stream_seq,
-            reason=item.reason,
-        )
-        DEAD_LETTERS.labels(consumer=self.name, reason=item.reason.split(":")[0]).inc()
-        await item.msg.term()
 
 
 def _read(msg: Msg) -> Incoming | Unreadable:
+    """Decode a message; what cannot be read is dead-lettered, whatever was raised."""
     seq = msg.metadata.sequence.stream
     try:
         envelope = Envelope.from_json(msg.subject, msg.data)
-        decode(envelope)
-    except MalformedEnvelopeError as e:
-        return Unreadable(msg, seq, f"malformed: {e}")
+        digest = meaning_digest(envelope)  # decodes it: an unreadable one fails here
     except UnknownSchemaError as e:
         return Unreadable(msg, seq, f"unknown-schema: {e}")
-    return Incoming(msg, Delivery(envelope, hashlib.sha256(msg.data).digest(), seq))
-
-
-def _seq(item: Incoming | Unreadable) -> int:
-    return item.delivery.stream_seq if isinstance(item, Incoming) else item.stream_seq
+    except MalformedEnvelopeError as e:
+        return Unreadable(msg, seq, f"malformed: {e}")
+    except Exception as e:  # a message's content never ends the consumer
+        return Unreadable(msg, seq, f"malformed: {describe(e)}")
+    body_digest = hashlib.sha256(msg.data).digest()
+    return Incoming(msg, Delivery(envelope, digest, seq, body_digest))

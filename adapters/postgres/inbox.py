@@ -2,9 +2,13 @@
 
 One call runs inside the caller's transaction: it claims an inbox row per event id,
 applies the effect of each event seen for the first time, recognises redeliveries by
-the same body hash, reports conflicts (same id, other content), and moves the
-consumer's position. The NATS runner, projection rebuilds and the property tests all
-go through here.
+the same meaning digest (application/contracts/meaning.py), reports conflicts (same
+id, other meaning), and moves the consumer's position. The NATS runner, projection
+rebuilds and the property tests all go through here.
+
+When a batch fails for a reason other than the connection, `apply_isolated` applies
+it again one delivery per SAVEPOINT: the healthy ones commit, and the ones that fail
+alone (poison events) are handed back with their error and leave no trace.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects.postgresql import insert
 
 from adapters.postgres.tables import consumer_positions, inbox
+from adapters.transient import TRANSIENT
 from application.contracts.envelope import Envelope
 
 # A projection's effect for a batch of first-seen events, in one statement or more.
@@ -27,8 +32,14 @@ Apply = Callable[[sa.Connection, Sequence[Envelope]], None]
 @attrs.frozen
 class Delivery:
     envelope: Envelope
-    digest: bytes  # sha256 of the message body as delivered
+    digest: bytes  # the event's meaning digest
     stream_seq: int
+    # sha256 of the body as delivered: inbox rows written before meaning digests
+    # hold it, and a redelivery of those must still be recognised.
+    body_digest: bytes | None = None
+
+    def matches(self, recorded: bytes) -> bool:
+        return recorded in (self.digest, self.body_digest)
 
 
 @attrs.define
@@ -36,6 +47,8 @@ class Applied:
     applied: int = 0
     duplicates: int = 0
     conflicts: list[int] = attrs.Factory(list)  # indexes into the batch
+    # (index into the batch, why it failed alone): no inbox row, no effect.
+    poisoned: list[tuple[int, Exception]] = attrs.Factory(list)
 
 
 def apply_batch(
@@ -45,23 +58,57 @@ def apply_batch(
     apply: Apply,
     position: int = 0,
 ) -> Applied:
+    consumer_lock(conn, consumer)
+    outcome = _apply_locked(conn, consumer, batch, apply)
+    if position:
+        advance(conn, consumer, position)
+    return outcome
+
+
+def apply_isolated(
+    conn: sa.Connection, consumer: str, batch: Sequence[Delivery], apply: Apply
+) -> Applied:
+    """Apply each delivery in a SAVEPOINT of its own, after the batch failed.
+
+    A failure of the connection is raised (the whole transaction is lost anyway);
+    any other failure rolls back that delivery alone and is reported as poisoned.
+    The caller moves the position, knowing which deliveries it will retry.
+    """
     outcome = Applied()
     consumer_lock(conn, consumer)
+    for index, delivery in enumerate(batch):
+        try:
+            with conn.begin_nested():
+                one = _apply_locked(conn, consumer, [delivery], apply)
+        except TRANSIENT:
+            raise
+        except Exception as e:  # whatever the effect raised: this event is poison
+            outcome.poisoned.append((index, e))
+            continue
+        outcome.applied += one.applied
+        outcome.duplicates += one.duplicates
+        if one.conflicts:
+            outcome.conflicts.append(index)
+    return outcome
+
+
+def _apply_locked(
+    conn: sa.Connection, consumer: str, batch: Sequence[Delivery], apply: Apply
+) -> Applied:
+    outcome = Applied()
     owners, recorded = _claim(conn, consumer, batch)
     first_seen = []
     for index, delivery in enumerate(batch):
         event_id = delivery.envelope.event_id
         if owners.get(event_id) is delivery:
             first_seen.append(delivery.envelope)
-        elif recorded[event_id] == delivery.digest:
+        elif delivery.matches(recorded[event_id]):
             outcome.duplicates += 1  # a redelivery or a republish: no effect
         else:
             outcome.conflicts.append(index)
     if first_seen:
         apply(conn, first_seen)
         outcome.applied = len(first_seen)
-    if position:
-        advance(conn, consumer, position)
     return outcome
 
 
@@ -103,7 +150,7 @@ def _claim(
     conn: sa.Connection, consumer: str, batch: Sequence[Delivery]
 ) -> tuple[dict[UUID, Delivery], dict[UUID, bytes]]:
     """Insert inbox rows. Returns the delivery that owns each newly seen event id,
-    and the recorded body hash of every event id in the batch."""
+    and the recorded digest of every event id in the batch."""
     first: dict[UUID, Delivery] = {}
     for delivery in batch:
         first.setdefault(delivery.envelope.event_id, delivery)
@@ -128,7 +175,7 @@ def _claim(
 def insert_new(
     conn: sa.Connection, consumer: str, rows: Sequence[tuple[UUID, bytes, int]]
 ) -> set[UUID]:
-    """Insert (event id, body hash, stream seq) rows; returns the ids that were new."""
+    """Insert (event id, digest, stream seq) rows; returns the ids that were new."""
     inserted = conn.execute(
         _CLAIM,
         {

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import attrs
 
 SUBJECT_PREFIX = "club.events"
+T = TypeVar("T")
 
 
 class MalformedEnvelopeError(ValueError):
@@ -45,21 +46,48 @@ class Envelope:
 
     @classmethod
     def from_json(cls, subject: str, body: bytes) -> Envelope:
+        """Read a published body, or raise MalformedEnvelopeError whatever is wrong.
+
+        Anyone who can publish may send anything: bytes that are not UTF-8, a JSON
+        array, a number where an id belongs, `1e999999`, nesting deep enough to
+        exhaust the parser. Every failure of reading becomes the one error a
+        consumer dead-letters, so no body can make it exit.
+        """
         try:
             raw = json.loads(body)
-            aggregate = subject.split(".")[2]
+            if not isinstance(raw, dict):
+                raise TypeError(f"the body is a JSON {type(raw).__name__}")
             return cls(
-                event_id=UUID(raw["event_id"]),
-                type=str(raw["type"]),
-                schema_version=int(raw["schema_version"]),
-                aggregate=aggregate,
-                aggregate_id=UUID(raw["aggregate_id"]),
-                aggregate_version=int(raw["aggregate_version"]),
-                occurred_at=datetime.fromisoformat(raw["occurred_at"]),
-                data=dict(raw["data"]),
+                event_id=UUID(_typed(raw, "event_id", str)),
+                type=_typed(raw, "type", str),
+                schema_version=_typed(raw, "schema_version", int),
+                aggregate=subject.split(".")[2],
+                aggregate_id=UUID(_typed(raw, "aggregate_id", str)),
+                aggregate_version=_typed(raw, "aggregate_version", int),
+                occurred_at=_aware(_typed(raw, "occurred_at", str)),
+                data=_typed(raw, "data", dict),
             )
-        except (ValueError, KeyError, TypeError, IndexError) as e:
-            raise MalformedEnvelopeError(f"not a Club event envelope: {e}") from e
+        except MalformedEnvelopeError:
+            raise
+        except Exception as e:
+            msg = f"not a Club event envelope: {type(e).__name__}: {e}"
+            raise MalformedEnvelopeError(msg) from e
+
+
+def _typed(raw: dict[str, Any], key: str, kind: type[T]) -> T:
+    """The field, of exactly that JSON type (`true` is no version, "5" no int)."""
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        found = type(value).__name__
+        raise MalformedEnvelopeError(f"{key} must be a {kind.__name__}, not {found}")
+    return value
+
+
+def _aware(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise MalformedEnvelopeError("occurred_at has no time zone")
+    return moment
 
 
 def _rfc3339(moment: datetime) -> str:

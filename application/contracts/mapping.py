@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, get_type_hints
 from uuid import UUID
 
 from eventsourcing.persistence import Mapper, Notification
 from eventsourcing.utils import get_topic
 
-from application.contracts.envelope import Envelope
+from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.events import (
     READERS,
     CurrentEvent,
@@ -101,7 +101,9 @@ def published_envelope(
 def decode(envelope: Envelope) -> CurrentEvent:
     """The event inside an envelope, upcast to its current version.
 
-    Unknown types and versions are refused, never guessed.
+    Unknown types and versions are refused, never guessed; data a reader cannot
+    read is malformed, whatever the reader raised (a number where an id belongs,
+    `1e999999` where an integer belongs), so no body can crash a consumer.
     """
     read = READERS.get((envelope.type, envelope.schema_version))
     if read is None:
@@ -109,6 +111,28 @@ def decode(envelope: Envelope) -> CurrentEvent:
         raise UnknownSchemaError(msg)
     try:
         return read(envelope.data)
-    except (KeyError, ValueError, TypeError) as e:
-        msg = f"{envelope.type} v{envelope.schema_version} data is malformed: {e}"
-        raise UnknownSchemaError(msg) from e
+    except Exception as e:
+        msg = (
+            f"{envelope.type} v{envelope.schema_version} data is malformed: "
+            f"{type(e).__name__}: {e}"
+        )
+        raise MalformedEnvelopeError(msg) from e
+
+
+def unreadable_published_versions(
+    published: dict[type[Any], tuple[str, Callable[[Any], PublishedEvent]]],
+    readers: Collection[tuple[str, int]],
+) -> list[str]:
+    """Internal events the relay would publish in a version no reader knows.
+
+    The rollout order is readers first, then the mapping: this names every entry of
+    the mapping that would break it (the version is the encoder's return type).
+    """
+    unreadable = []
+    for internal, (_, encode) in published.items():
+        version = get_type_hints(encode)["return"]
+        if (version.TYPE, version.VERSION) not in readers:
+            unreadable.append(
+                f"{internal.__qualname__} -> {version.TYPE} v{version.VERSION}"
+            )
+    return unreadable

@@ -1,0 +1,60 @@
+"""Copy a message a consumer will not apply to CLUB_DLQ, then terminate it.
+
+The copy carries the payload (a terminated message's advisory carries none), where
+it came from, how often it was delivered, why it was given up and who answers for
+it, so an operator can read, fix and replay it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import attrs
+import structlog
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+from adapters.metrics import DEAD_LETTERS
+from adapters.reasons import one_line
+
+log = structlog.get_logger()
+
+
+@attrs.frozen
+class Unreadable:
+    """A message given up: unreadable, a contract conflict, or a poison event."""
+
+    msg: Msg
+    stream_seq: int
+    reason: str
+
+
+async def dead_letter(
+    js: JetStreamContext, consumer: str, item: Unreadable, owner: str
+) -> None:
+    meta = item.msg.metadata
+    headers = dict(item.msg.headers or {})
+    digest = hashlib.sha256(item.msg.data).hexdigest()[:32]
+    reason = one_line(item.reason)
+    headers.update(
+        {
+            "Club-Original-Subject": item.msg.subject,
+            "Club-Original-Stream-Seq": str(item.stream_seq),
+            "Club-Original-Msg-Id": headers.get("Nats-Msg-Id", ""),
+            "Club-Delivery-Count": str(meta.num_delivered),
+            "Club-Reason": reason,
+            "Club-Owner": one_line(owner),
+            # The same body dead-lettered twice is one entry, not two.
+            "Nats-Msg-Id": f"{consumer}:{digest}",
+        }
+    )
+    await js.publish(f"club.dlq.{consumer}", item.msg.data, headers=headers)
+    log.error(
+        "consumer.dead_lettered",
+        consumer=consumer,
+        stream_seq=item.stream_seq,
+        reason=reason,
+        owner=owner,
+    )
+    DEAD_LETTERS.labels(consumer=consumer, reason=reason.split(":")[0]).inc()
+    await item.msg.term()

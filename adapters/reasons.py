@@ -1,0 +1,20 @@
+"""Why a message was dead-lettered or skipped, as one short line of printable text.
+
+The reason travels in a NATS header and lands in a PostgreSQL `text` column; an
+error's message may quote the hostile input itself (a CR LF that would split the
+header, a NUL that `text` refuses), so only printable characters survive.
+"""
+
+from __future__ import annotations
+
+MAX_REASON_CHARS = 500
+
+
+def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    printable = "".join(c if c.isprintable() else " " for c in text)
+    joined = " ".join(printable.split())
+    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
+
+
+def describe(error: BaseException) -> str:
+    return one_line(f"{type(error).__name__}: {error}")
