@@ -7,6 +7,8 @@ header, a NUL that `text` refuses), so only printable characters survive.
 
 from __future__ import annotations
 
+from sqlalchemy.exc import StatementError
+
 MAX_REASON_CHARS = 500
 
 
@@ -17,4 +19,7 @@ def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
 
 
 def describe(error: BaseException) -> str:
+    """The error's class and message; a driver error without SQLAlchemy's SQL dump."""
+    if isinstance(error, StatementError) and isinstance(error.orig, Exception):
+        error = error.orig
     return one_line(f"{type(error).__name__}: {error}")
