@@ -8,7 +8,6 @@ that recorder is the outbox the relay reads.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from collections.abc import Sequence
@@ -22,6 +21,17 @@ from eventsourcing.utils import EnvType
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from application.group_commit import GroupCommit
+from application.idempotency import (
+    Answer,
+    AnswerFor,
+    AnswerStore,
+    KeyReusedError,
+    Recorded,
+    Request,
+    RequestId,
+    replay,
+    request_id,
+)
 from application.ids import enrollment_id_for
 from application.ports import StudentDirectory
 from domain.enrollment import Enrollment
@@ -38,6 +48,18 @@ class EnrollmentView:
     student_id: str
     status: str
     version: int
+
+
+@attrs.frozen
+class _Enroll:
+    """One enrollment in a group commit; `request` when it came with a key."""
+
+    cmd: EnrollStudent
+    request: Request | None = None
+    answer_for: AnswerFor | None = None
+
+
+Outcome = EnrollmentView | Answer
 
 
 def _view(enrollment: Enrollment) -> EnrollmentView:
@@ -58,29 +80,44 @@ class ClubApplication(Application[UUID]):
         env: EnvType | None = None,
         *,
         students: StudentDirectory | None = None,
+        answers: AnswerStore | None = None,
     ) -> None:
         super().__init__(env)
         self.students = students
-        self._enrollments: GroupCommit[EnrollStudent, EnrollmentView] = GroupCommit(
+        self.answers = answers
+        self._enrollments: GroupCommit[_Enroll, Outcome] = GroupCommit(
             self._enroll_group
         )
 
     def schedule_lesson(self, cmd: ScheduleLesson) -> UUID:
+        """Without a key: every call is a new lesson (the caller drew its id)."""
+        self.save(Lesson.schedule(**attrs.asdict(cmd)))
+        return cmd.lesson_id
+
+    def schedule_lesson_once(
+        self, cmd: ScheduleLesson, request: Request, answer_for: AnswerFor
+    ) -> Answer:
+        """With a key: the lesson and the answer commit together, once."""
+        recorded = self._answers().find([request]).get(request_id(request))
+        if recorded is not None:
+            return replay(request, recorded)
         try:
-            return self.get_lesson(cmd.lesson_id).id  # a retried request
-        except NotFoundError:
-            pass
-        lesson = Lesson.schedule(
-            lesson_id=cmd.lesson_id,
-            title=cmd.title,
-            capacity=cmd.capacity,
-            starts_at=cmd.starts_at,
-            price_cents=cmd.price_cents,
-        )
-        # A concurrent retry of the same request may have saved it first.
-        with contextlib.suppress(IntegrityError):
-            self.save(lesson)
-        return lesson.id
+            lesson = Lesson.schedule(**attrs.asdict(cmd))
+        except DomainError as rule:
+            return self._record_alone(request, answer_for(rule))
+        answer = answer_for(lesson)
+        if answer is None:
+            raise ContentionError("the lesson could not be answered; try again")
+        try:
+            self.save(lesson, answers=[(request, answer)])
+        except IntegrityError:  # a racing attempt with this key committed first
+            recorded = self._answers().find([request]).get(request_id(request))
+            if recorded is None:  # saved before answers were kept: answer afresh
+                return self._record_alone(
+                    request, answer_for(self.get_lesson(lesson.id))
+                )
+            return replay(request, recorded)
+        return answer
 
     def enroll(self, cmd: EnrollStudent) -> EnrollmentView:
         """Take a seat and confirm the enrollment in one transaction.
@@ -88,37 +125,126 @@ class ClubApplication(Application[UUID]):
         Concurrent enrollments into the same lesson are saved together (group commit):
         a popular class costs one save per burst, not a storm of version conflicts.
         """
-        if self.students is not None and self.students.get(cmd.student_id) is None:
-            raise UnknownStudentError(cmd.student_id)
-        return self._enrollments.submit(cmd.lesson_id, cmd)
+        self._check_student(cmd.student_id)
+        view = self._enrollments.submit(cmd.lesson_id, _Enroll(cmd))
+        assert isinstance(view, EnrollmentView)  # noqa: S101 - no request, no answer
+        return view
 
-    def _enroll_group(
-        self, cmds: Sequence[EnrollStudent]
-    ) -> list[EnrollmentView | BaseException]:
-        """One lesson, many commands: each gets its own view or its own rule error."""
-        lesson_id = cmds[0].lesson_id
+    def enroll_once(
+        self, cmd: EnrollStudent, request: Request, answer_for: AnswerFor
+    ) -> Answer:
+        """`enroll` whose answer commits with the seat: a repeat of the request
+        replays it, and a racing repeat is stopped by the key's uniqueness."""
+        recorded = self._answers().find([request]).get(request_id(request))
+        if recorded is not None:
+            return replay(request, recorded)
+        try:
+            self._check_student(cmd.student_id)
+        except UnknownStudentError as error:
+            return self._record_alone(request, answer_for(error))
+        outcome = self._enrollments.submit(
+            cmd.lesson_id, _Enroll(cmd, request, answer_for)
+        )
+        assert isinstance(outcome, Answer)  # noqa: S101 - a request gets an answer
+        return outcome
+
+    def _check_student(self, student_id: str) -> None:
+        if self.students is not None and self.students.get(student_id) is None:
+            raise UnknownStudentError(student_id)
+
+    def _enroll_group(self, group: Sequence[_Enroll]) -> list[Outcome | BaseException]:
+        """One lesson, many commands: each gets its own outcome or its own error.
+
+        The requests' answers are saved with the seats. If the save fails on
+        uniqueness, a racing attempt answered some of the keys (they replay its
+        answer) or moved the lesson on (the rest try again on the new version).
+        """
+        lesson_id = group[0].cmd.lesson_id
+        done: dict[int, Outcome | BaseException] = {}
         for attempt in range(MAX_ATTEMPTS):
+            todo = [i for i in range(len(group)) if i not in done]
             lesson = self.get_lesson(lesson_id)
-            outcomes: list[EnrollmentView | BaseException] = []
-            new: dict[UUID, Enrollment] = {}
-            for cmd in cmds:
-                outcomes.append(self._decide(lesson, cmd, new))
+            decided = self._decide_group(lesson, [group[i] for i in todo])
+            new, answers, outcomes = decided
             try:
                 if new:
-                    self.save(lesson, *new.values())
+                    self.save(lesson, *new, answers=answers)
+                elif answers:
+                    stored = self._answers().record(answers)
+                    outcomes = _replayed(outcomes, [group[i] for i in todo], stored)
             except IntegrityError:
-                _back_off(attempt)  # another process moved the lesson on
+                done |= self._resolve_race([group[i] for i in todo], todo)
+                _back_off(attempt)
                 continue
-            return outcomes
+            done |= dict(zip(todo, outcomes, strict=True))
+            return [done[i] for i in range(len(group))]
         raise ContentionError(f"lesson {lesson_id} is too busy, try again")
+
+    def _decide_group(
+        self, lesson: Lesson, group: Sequence[_Enroll]
+    ) -> tuple[
+        list[Enrollment], list[tuple[Request, Answer]], list[Outcome | BaseException]
+    ]:
+        """Decide every command on one copy of the lesson. A key sent twice in the
+        group is decided once: the same body shares the outcome, another is refused."""
+        new: dict[UUID, Enrollment] = {}
+        answers: list[tuple[Request, Answer]] = []
+        outcomes: list[Outcome | BaseException] = []
+        first: dict[RequestId, tuple[Request, Outcome | BaseException]] = {}
+        for item in group:
+            if item.request is not None and request_id(item.request) in first:
+                earlier, outcome = first[request_id(item.request)]
+                if earlier.fingerprint != item.request.fingerprint:
+                    outcome = KeyReusedError(item.request.key)
+                outcomes.append(outcome)
+                continue
+            decided: EnrollmentView | BaseException = self._decide(
+                lesson, item.cmd, new
+            )
+            outcome = decided
+            if item.request is not None and item.answer_for is not None:
+                answer = item.answer_for(decided)
+                if answer is not None:
+                    answers.append((item.request, answer))
+                    outcome = answer
+                first[request_id(item.request)] = (item.request, outcome)
+            outcomes.append(outcome)
+        return list(new.values()), answers, outcomes
+
+    def _resolve_race(
+        self, group: Sequence[_Enroll], indexes: Sequence[int]
+    ) -> dict[int, Outcome | BaseException]:
+        """After a failed save: the commands a racing attempt already answered, or
+        already enrolled (before answers were kept). The rest are decided again."""
+        requests = [item.request for item in group if item.request is not None]
+        stored = self._answers().find(requests) if requests else {}
+        resolved: dict[int, Outcome | BaseException] = {}
+        for index, item in zip(indexes, group, strict=True):
+            if item.request is not None and request_id(item.request) in stored:
+                resolved[index] = _replay_or_error(
+                    item.request, stored[request_id(item.request)]
+                )
+                continue
+            earlier = self._find_enrollment(
+                enrollment_id_for(item.cmd.lesson_id, item.cmd.request_id)
+            )
+            if earlier is not None and earlier.student_id == item.cmd.student_id:
+                view = _view(earlier)
+                answer = item.answer_for(view) if item.answer_for else None
+                resolved[index] = answer if answer is not None else view
+        return resolved
 
     def _decide(
         self, lesson: Lesson, cmd: EnrollStudent, new: dict[UUID, Enrollment]
     ) -> EnrollmentView | BaseException:
         enrollment_id = enrollment_id_for(cmd.lesson_id, cmd.request_id)
-        earlier = new.get(enrollment_id) or self._find_enrollment(enrollment_id)
-        if earlier is not None:
-            return _view(earlier)  # our own earlier commit (its reply was lost)
+        if enrollment_id in new:
+            return _view(new[enrollment_id])
+        if enrollment_id in lesson.seats:  # our own earlier commit (its reply was lost)
+            earlier = self.get_enrollment(enrollment_id)
+            if earlier.student_id != cmd.student_id:
+                return KeyReusedError(cmd.request_id)
+            return _view(earlier)
         try:
             lesson.take_seat(enrollment_id=enrollment_id, student_id=cmd.student_id)
         except DomainError as rule:
@@ -131,6 +257,18 @@ class ClubApplication(Application[UUID]):
             lesson_starts_at=lesson.starts_at,
         )
         return _view(new[enrollment_id])
+
+    def _record_alone(self, request: Request, answer: Answer | None) -> Answer:
+        """An answer that comes with no events: stored on its own."""
+        if answer is None:
+            raise ContentionError("the request could not be answered; try again")
+        stored = self._answers().record([(request, answer)])
+        return replay(request, stored[request_id(request)])
+
+    def _answers(self) -> AnswerStore:
+        if self.answers is None:
+            raise RuntimeError("idempotent use cases need an AnswerStore")
+        return self.answers
 
     def cancel_enrollment(self, cmd: CancelEnrollment) -> EnrollmentView:
         """Release the seat; cancelling twice is answered like the first time."""
@@ -174,6 +312,27 @@ class ClubApplication(Application[UUID]):
         except AggregateNotFoundError:
             return None
         return enrollment if isinstance(enrollment, Enrollment) else None
+
+
+def _replay_or_error(request: Request, recorded: Recorded) -> Answer | BaseException:
+    try:
+        return replay(request, recorded)
+    except KeyReusedError as error:
+        return error
+
+
+def _replayed(
+    outcomes: list[Outcome | BaseException],
+    group: Sequence[_Enroll],
+    stored: dict[RequestId, Recorded],
+) -> list[Outcome | BaseException]:
+    """Each answer as it is stored: a racing attempt's may have come first."""
+    return [
+        _replay_or_error(item.request, stored[request_id(item.request)])
+        if item.request is not None and request_id(item.request) in stored
+        else outcome
+        for item, outcome in zip(group, outcomes, strict=True)
+    ]
 
 
 def _back_off(attempt: int) -> None:

@@ -20,11 +20,8 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
 
 from adapters.postgres.database import create_engine, eventsourcing_env
-from adapters.postgres.idempotency import IdempotencyStore
 from adapters.postgres.recorder import ClubRecorder
-from adapters.postgres.students import SqlStudentDirectory
-from application.club import ClubApplication
-from entrypoints.bootstrap import Container, migrate_database
+from entrypoints.bootstrap import Container, build, migrate_database
 from tests.integration.helpers import lesson_with_enrollments
 from tests.integration.tailing import tail_while_writing
 from tests.integration.test_readers_never_skip import PER_WRITER, WRITERS
@@ -85,13 +82,8 @@ def horizon_container(database_url: str) -> Container:
         conn.exec_driver_sql(HORIZON_COLUMN)
     env = eventsourcing_env(database_url)
     env["APPLICATION_RECORDER_TOPIC"] = f"{__name__}:XidHorizonRecorder"
-    students = SqlStudentDirectory(engine)
-    return Container(
-        app=ClubApplication(env=env, students=students),
-        engine=engine,
-        students=students,
-        idempotency=IdempotencyStore(engine),
-    )
+    engine.dispose()
+    return build(database_url, pool_size=20, event_store_env=env)
 
 
 def horizon_readers_never_skip(container: Container, rounds: int) -> int:

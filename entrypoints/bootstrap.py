@@ -11,8 +11,8 @@ from nats.js import JetStreamContext
 
 from adapters.nats.streams import connect, ensure_consumer, ensure_streams
 from adapters.postgres import tables
+from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
-from adapters.postgres.idempotency import IdempotencyStore
 from adapters.postgres.students import SqlStudentDirectory
 from application.club import ClubApplication
 from application.contracts.envelope import Envelope
@@ -34,7 +34,6 @@ class Container:
     app: ClubApplication
     engine: sa.Engine
     students: SqlStudentDirectory
-    idempotency: IdempotencyStore
 
     def close(self) -> None:
         self.app.close()
@@ -45,16 +44,21 @@ def build(
     database_url: str,
     *,
     pool_size: int = 10,
-    idempotency_lease: float = 10.0,
     hold_locks_at_most: float | None = None,
+    event_store_env: dict[str, str] | None = None,
 ) -> Container:
+    """`event_store_env` replaces the event store's settings (a test's proxied
+    connection, a benchmark's recorder); everything else follows `database_url`."""
     engine = create_engine(
         database_url, pool_size=pool_size, hold_locks_at_most=hold_locks_at_most
     )
     students = SqlStudentDirectory(engine)
-    app = ClubApplication(env=eventsourcing_env(database_url), students=students)
-    idempotency = IdempotencyStore(engine, lease_seconds=idempotency_lease)
-    return Container(app=app, engine=engine, students=students, idempotency=idempotency)
+    app = ClubApplication(
+        env=event_store_env or eventsourcing_env(database_url),
+        students=students,
+        answers=SqlAnswerStore(engine),
+    )
+    return Container(app=app, engine=engine, students=students)
 
 
 def migrate_database(database_url: str) -> None:
@@ -65,6 +69,10 @@ def migrate_database(database_url: str) -> None:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
             env = eventsourcing_env(database_url) | {"CREATE_TABLE": "y"}
             ClubApplication(env=env).close()
+            # Claims of the old three-transaction key handling; answers now live in
+            # request_answers, and the enrollment's request id still recognises a
+            # retry of a request answered before the upgrade.
+            conn.execute(sa.text("DROP TABLE IF EXISTS idempotency_keys"))
             tables.metadata.create_all(conn)
             for metadata, _ in PROJECTIONS.values():
                 metadata.create_all(conn)

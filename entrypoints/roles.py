@@ -28,7 +28,6 @@ def run_api(settings: Settings) -> None:
     container = _build_when_reachable(
         database_url,
         pool_size=20,
-        idempotency_lease=settings.idempotency_lease_seconds,
     )
     assert container is not None  # noqa: S101 - only a stop check returns None
     try:

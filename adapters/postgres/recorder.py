@@ -25,6 +25,8 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 
 from adapters.crash import crash_point
+from adapters.postgres.answers import insert_answers
+from application.idempotency import Answer, Request
 
 T = TypeVar("T")
 CONNECTION_LOST = (InterfaceError, OperationalError)
@@ -56,7 +58,8 @@ class ClubRecorder(PostgresApplicationRecorder):
         return self._read(_single(_Base.select_notifications), *args, **kwargs)
 
     def max_notification_id(self) -> int | None:
-        return self._read(_single(_Base.max_notification_id))
+        newest: int | None = self._read(_single(_Base.max_notification_id))
+        return newest
 
     def _read(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
@@ -67,6 +70,19 @@ class ClubRecorder(PostgresApplicationRecorder):
 
     def _drop_stale_connections(self) -> None:
         self.datastore.pool.check()
+
+    def _insert_events(
+        self,
+        curs: Cursor[DictRow],
+        stored_events: Sequence[StoredEvent],
+        *,
+        answers: Sequence[tuple[Request, Answer]] = (),
+        **kwargs: Any,
+    ) -> None:
+        """`save(..., answers=...)`: the requests' answers commit with their events."""
+        if answers:
+            insert_answers(curs, answers)
+        super()._insert_events(curs, stored_events, **kwargs)
 
     def _fetch_ids_after_insert_events(
         self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any

@@ -8,18 +8,19 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 metadata = sa.MetaData()
 now = sa.text("now()")
 
-idempotency_keys = sa.Table(
-    "idempotency_keys",
+# One row per answered Idempotency-Key. A request that saved events writes its row
+# in the events' transaction (adapters/postgres/recorder.py), so a racing repeat
+# fails on this primary key and replays the answer instead of doubling the effect.
+request_answers = sa.Table(
+    "request_answers",
     metadata,
     sa.Column("scope", sa.Text, primary_key=True),  # method + route template
     sa.Column("key", sa.Text, primary_key=True),
-    sa.Column("fingerprint", sa.Text, nullable=False),  # sha256 of method, path, body
-    sa.Column("state", sa.Text, nullable=False),  # in_flight | done
-    sa.Column("status_code", sa.Integer),
-    sa.Column("response", JSONB),
-    sa.Column("headers", JSONB),
+    sa.Column("fingerprint", sa.Text, nullable=False),  # sha256 of path and body
+    sa.Column("status_code", sa.Integer, nullable=False),
+    sa.Column("body", JSONB, nullable=False),
+    sa.Column("headers", JSONB, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), server_default=now),
-    sa.Column("lease_until", sa.DateTime(timezone=True), nullable=False),
 )
 
 students = sa.Table(

@@ -14,10 +14,8 @@ from fastapi.testclient import TestClient
 
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
-from adapters.postgres.database import create_engine, eventsourcing_env
-from adapters.postgres.idempotency import IdempotencyStore
-from adapters.postgres.students import SqlStudentDirectory
-from application.club import ClubApplication
+from adapters.postgres.database import eventsourcing_env
+from entrypoints import bootstrap
 from entrypoints.bootstrap import Container
 from entrypoints.http import create_app
 from projections import statistics
@@ -37,16 +35,8 @@ def events_via_proxy(migrated) -> Iterator[tuple[TestClient, Proxy, Container]]:
     with Proxy(port_of(database_url)) as proxy:
         parts = urlsplit(database_url)
         proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}")
-        engine = create_engine(database_url)
-        students = SqlStudentDirectory(engine)
-        app = ClubApplication(
-            env=eventsourcing_env(proxied.geturl()), students=students
-        )
-        container = Container(
-            app=app,
-            engine=engine,
-            students=students,
-            idempotency=IdempotencyStore(engine, lease_seconds=1),
+        container = bootstrap.build(
+            database_url, event_store_env=eventsourcing_env(proxied.geturl())
         )
         with TestClient(create_app(container, deadline_seconds=2)) as http:
             yield http, proxy, container
@@ -83,6 +73,16 @@ def test_a_lost_commit_reply_is_recognised_as_ours_on_retry(events_via_proxy) ->
     )
     assert retried.status_code == 201  # ours, not lesson-full or already-enrolled
     assert container.app.get_lesson(UUID(lesson)).seats_taken == 1
+
+    other = f"s-{uuid4().hex[:8]}"
+    assert http.put(f"/students/{other}", json={"email": "b@b.org", "name": "B"})
+    reused = http.post(
+        f"/lessons/{lesson}/enrollments",
+        json={"student_id": other},
+        headers={"Idempotency-Key": key},
+    )
+    assert reused.status_code == 422, reused.text  # not the first student's 201
+    assert reused.json()["type"] == "/problems/idempotency-key-reused"
 
 
 def test_a_read_stuck_on_a_silent_database_is_answered_503_by_the_deadline(

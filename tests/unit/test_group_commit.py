@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from application.errors import ContentionError
 from application.group_commit import GroupCommit
 
 
@@ -64,3 +65,72 @@ def test_a_failing_group_fails_every_caller_and_the_next_group_runs() -> None:
     with pytest.raises(RuntimeError):
         group_commit.submit("k", 1)
     assert group_commit.submit("k", 2) == 2
+
+
+def test_a_stuck_leader_hands_over_and_its_own_group_gives_up() -> None:
+    """A leader whose connection went silent never holds the lesson's queue."""
+    first_running, go_on = threading.Event(), threading.Event()
+    stuck, release = threading.Event(), threading.Event()
+
+    def run(commands):
+        if 100 in commands:  # a first, quick group that the next two queue behind
+            first_running.set()
+            go_on.wait(5)
+        if 0 in commands:  # the next group (0 and 2) hangs on a silent connection
+            stuck.set()
+            release.wait(10)
+        return [c * 10 for c in commands]
+
+    group_commit: GroupCommit[int, int] = GroupCommit(
+        run, hand_over_after=0.2, wait_at_most=1.0
+    )
+    outcomes: dict[int, object] = {}
+
+    def call(n: int) -> None:
+        try:
+            outcomes[n] = group_commit.submit("lesson", n)
+        except ContentionError as error:
+            outcomes[n] = error
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in (100, 0, 2)]
+    threads[0].start()
+    assert first_running.wait(5)
+    for thread in threads[1:]:
+        thread.start()
+    time.sleep(0.1)  # 0 and 2 queue behind the first group, then run as one
+    go_on.set()
+    assert stuck.wait(5)
+    started = time.monotonic()
+    assert group_commit.submit("lesson", 1) == 10  # led by a new leader
+    assert time.monotonic() - started < 0.9
+    time.sleep(1.2)  # past wait_at_most: the stuck group's follower gave up
+    gave_up = [n for n in (0, 2) if isinstance(outcomes.get(n), ContentionError)]
+    assert len(gave_up) == 1, outcomes  # the follower; the stuck leader still runs
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    [leader] = {0, 2} - set(gave_up)
+    assert outcomes[leader] == leader * 10
+    assert outcomes[100] == 1000
+
+
+def test_a_caller_queued_behind_a_slow_leader_waits_at_most_its_bound() -> None:
+    running, release = threading.Event(), threading.Event()
+
+    def run(commands):
+        running.set()
+        release.wait(10)
+        return list(commands)
+
+    group_commit: GroupCommit[int, int] = GroupCommit(
+        run, hand_over_after=10, wait_at_most=0.3
+    )
+    leader = threading.Thread(target=group_commit.submit, args=("k", 0))
+    leader.start()
+    assert running.wait(5)
+    started = time.monotonic()
+    with pytest.raises(ContentionError):
+        group_commit.submit("k", 1)
+    assert time.monotonic() - started < 2
+    release.set()
+    leader.join(5)

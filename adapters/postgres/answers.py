@@ -1,0 +1,106 @@
+"""The answers to Idempotency-Keys, in PostgreSQL (the `AnswerStore` port).
+
+Answers that came with events are inserted by `ClubRecorder` in the events'
+transaction (`insert_answers`); this store reads them and keeps the answers of
+requests that changed nothing. These rows are what makes a repeat recognisable, so
+they commit as durably as the events they answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from psycopg import Cursor
+from psycopg.types.json import Jsonb
+from sqlalchemy.dialects.postgresql import insert
+
+from adapters.postgres.tables import request_answers as answers
+from application.idempotency import (
+    Answer,
+    Recorded,
+    Request,
+    RequestId,
+    request_id,
+)
+
+_INSERT = (
+    "INSERT INTO request_answers (scope, key, fingerprint, status_code, body, headers)"
+    " VALUES (%s, %s, %s, %s, %s, %s)"
+)
+
+
+def insert_answers(curs: Cursor[Any], rows: Sequence[tuple[Request, Answer]]) -> None:
+    """Inside the events' transaction. No ON CONFLICT: a key answered meanwhile by a
+    racing attempt must fail this transaction, events and all."""
+    curs.executemany(
+        _INSERT,
+        [
+            (
+                request.scope,
+                request.key,
+                request.fingerprint,
+                answer.status_code,
+                Jsonb(answer.body),
+                Jsonb(dict(answer.headers)),
+            )
+            for request, answer in rows
+        ],
+    )
+
+
+class SqlAnswerStore:
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+
+    def find(self, requests: Sequence[Request]) -> dict[RequestId, Recorded]:
+        if not requests:
+            return {}
+        ids = sa.tuple_(answers.c.scope, answers.c.key)
+        wanted = [sa.tuple_(r.scope, r.key) for r in requests]
+        with self._engine.connect() as conn:
+            rows = conn.execute(sa.select(answers).where(ids.in_(wanted)))
+            return {(row.scope, row.key): _recorded(row) for row in rows}
+
+    def record(
+        self, rows: Sequence[tuple[Request, Answer]]
+    ) -> dict[RequestId, Recorded]:
+        if not rows:
+            return {}
+        values = [
+            {
+                "scope": request.scope,
+                "key": request.key,
+                "fingerprint": request.fingerprint,
+                "status_code": answer.status_code,
+                "body": answer.body,
+                "headers": dict(answer.headers),
+            }
+            for request, answer in rows
+        ]
+        with self._engine.begin() as conn:
+            stored = conn.execute(
+                insert(answers)
+                .on_conflict_do_nothing()
+                .returning(answers.c.scope, answers.c.key),
+                values,
+            )
+            inserted = {(scope, key) for scope, key in stored}
+        ours = {
+            request_id(request): Recorded(
+                fingerprint=request.fingerprint, answer=answer
+            )
+            for request, answer in rows
+        }
+        raced = [request for request, _ in rows if request_id(request) not in inserted]
+        return ours | self.find(raced)
+
+
+def _recorded(row: sa.Row[Any]) -> Recorded:
+    return Recorded(
+        fingerprint=row.fingerprint,
+        answer=Answer(
+            status_code=row.status_code, body=row.body, headers=dict(row.headers)
+        ),
+    )
