@@ -13,6 +13,7 @@ from adapters.nats.streams import connect, ensure_consumer, ensure_streams
 from adapters.postgres import tables
 from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
+from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.students import SqlStudentDirectory
 from application.club import ClubApplication
 from application.contracts.envelope import Envelope
@@ -63,11 +64,14 @@ def build(
 
 def migrate_database(database_url: str) -> None:
     """Create the event store and every SQL table; safe to run again, or at once."""
-    engine = create_engine(database_url, pool_size=1)
+    engine = create_engine(database_url, pool_size=1, statement_timeout=None)
     try:
         with engine.begin() as conn:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK)))
-            env = eventsourcing_env(database_url) | {"CREATE_TABLE": "y"}
+            env = eventsourcing_env(database_url) | {
+                "CREATE_TABLE": "y",
+                STATEMENT_TIMEOUT: "0",  # creating tables is not a hot path
+            }
             ClubApplication(env=env).close()
             # Claims of the old three-transaction key handling; answers now live in
             # request_answers, and the enrollment's request id still recognises a

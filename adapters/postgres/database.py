@@ -15,18 +15,48 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
+# A peer that goes silent (a failover, a cut cable: no reset) is noticed by TCP
+# keepalive probes within about 5 + 3 * 2 = 11 s instead of the kernel's two hours.
+KEEPALIVES: dict[str, object] = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+}
+STATEMENT_TIMEOUT_S = 15.0  # no statement of a running role takes longer
+
+
+def server_options(
+    *, statement_timeout: float | None, hold_locks_at_most: float | None = None
+) -> str:
+    """libpq `options`: limits the server enforces on every statement and lock."""
+    options = []
+    if statement_timeout:
+        options.append(f"-c statement_timeout={_ms(statement_timeout)}")
+    if hold_locks_at_most is not None:
+        ms = _ms(hold_locks_at_most)
+        options.append(f"-c idle_in_transaction_session_timeout={ms}")
+        options.append(f"-c lock_timeout={ms}")
+    return " ".join(options)
+
+
 def create_engine(
-    url: str, *, pool_size: int = 5, hold_locks_at_most: float | None = None
+    url: str,
+    *,
+    pool_size: int = 5,
+    hold_locks_at_most: float | None = None,
+    statement_timeout: float | None = STATEMENT_TIMEOUT_S,
 ) -> sa.Engine:
     """`hold_locks_at_most` (seconds): the server ends a session left idle inside a
     transaction for longer, and a statement waits no longer for a lock — so a process
-    paused mid-transaction cannot keep others from a row it had locked."""
-    connect_args: dict[str, object] = {"connect_timeout": 5}
-    if hold_locks_at_most is not None:
-        ms = max(1, int(hold_locks_at_most * 1000))
-        connect_args["options"] = (
-            f"-c idle_in_transaction_session_timeout={ms} -c lock_timeout={ms}"
-        )
+    paused mid-transaction cannot keep others from a row it had locked.
+    `statement_timeout` None: no limit (migrations)."""
+    connect_args: dict[str, object] = {"connect_timeout": 5, **KEEPALIVES}
+    options = server_options(
+        statement_timeout=statement_timeout, hold_locks_at_most=hold_locks_at_most
+    )
+    if options:
+        connect_args["options"] = options
     return sa.create_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
@@ -37,6 +67,10 @@ def create_engine(
     )
 
 
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
 def eventsourcing_env(url: str, *, lock_timeout_s: int = 2) -> dict[str, str]:
     """Map one URL onto the eventsourcing library's POSTGRES_* settings."""
     parts = urlsplit(url)
@@ -44,7 +78,7 @@ def eventsourcing_env(url: str, *, lock_timeout_s: int = 2) -> dict[str, str]:
         msg = f"CLUB_DATABASE_URL must start with postgresql://, not {parts.scheme}://"
         raise ValueError(msg)
     return {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "PERSISTENCE_MODULE": "adapters.postgres.factory:ClubFactory",
         "APPLICATION_RECORDER_TOPIC": "adapters.postgres.recorder:ClubRecorder",
         "POSTGRES_DBNAME": unquote(parts.path.lstrip("/")) or "postgres",
         "POSTGRES_HOST": parts.hostname or "127.0.0.1",
