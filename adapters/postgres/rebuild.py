@@ -9,30 +9,49 @@
    (so the live consumer skips what the rebuild applied), and swap the tables.
 3. The live consumer resumes from its own stream position: what it had applied is in
    the rebuilt tables; what it had not, it applies next. Nothing twice, nothing missed.
+
+A stored event the projection cannot apply (a poison event: anything but a failure of
+the connection) is skipped, logged and recorded in `rebuild_skips`; the rebuild goes
+on. The switch waits for its locks at most `switch_lock_timeout` at a time: a long
+reader of the live tables makes it roll back and try again later, instead of queueing
+every other reader behind its pending DROP; after `switch_attempts` it gives up with
+RebuildSwitchError, the live tables untouched.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from uuid import UUID
 
 import attrs
+import psycopg.errors
 import sqlalchemy as sa
+import structlog
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 
 from adapters.postgres.inbox import Apply, consumer_lock, insert_new
+from adapters.postgres.skips import Skipped, record_skip
+from adapters.reasons import describe
+from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
-from application.contracts.mapping import published_envelopes
+from application.contracts.mapping import published_envelope
+from application.contracts.meaning import meaning_digest
+
+log = structlog.get_logger()
 
 Progress = Callable[[int, int], None]  # (events done, events known)
+
+
+class RebuildSwitchError(RuntimeError):
+    """The switch could not take its locks: a long transaction holds the tables."""
 
 
 @attrs.frozen
 class RebuildReport:
     events: int
     seconds: float
+    skipped: tuple[Skipped, ...] = ()
 
     @property
     def rate(self) -> float:
@@ -45,11 +64,13 @@ class Rebuild:
         *,
         engine: sa.Engine,
         recorder: ApplicationRecorder,
-        mapper: Mapper,
+        mapper: Mapper[UUID],
         name: str,
         metadata: sa.MetaData,
         apply: Apply,
         batch_size: int = 2000,
+        switch_lock_timeout: float = 0.5,
+        switch_attempts: int = 60,
     ) -> None:
         self._engine = engine
         self._recorder = recorder
@@ -58,6 +79,8 @@ class Rebuild:
         self._metadata = metadata
         self._apply = apply
         self._batch_size = batch_size
+        self._switch_lock_timeout_ms = max(1, int(switch_lock_timeout * 1000))
+        self._switch_attempts = switch_attempts
         self.shadow = f"rebuild_{name}"
         # Core statements through this engine land in the shadow schema; raw SQL
         # (exec_driver_sql) is untouched, which the switch uses for the live tables.
@@ -66,6 +89,12 @@ class Rebuild:
         )
         self._position = 0
         self.events_applied = 0
+        self.switch_retries = 0
+        self._skipped: dict[int, Skipped] = {}
+
+    @property
+    def skipped(self) -> tuple[Skipped, ...]:
+        return tuple(self._skipped.values())
 
     def run(self, progress: Progress | None = None) -> RebuildReport:
         started = time.perf_counter()
@@ -73,7 +102,8 @@ class Rebuild:
         while self._catch_up_one_batch(progress or _quiet):
             pass
         self._switch()
-        return RebuildReport(self.events_applied, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        return RebuildReport(self.events_applied, seconds, self.skipped)
 
     def _create_shadow(self) -> None:
         with self._shadow_engine.begin() as conn:
@@ -99,16 +129,102 @@ class Rebuild:
     def _apply_in_shadow(
         self, conn: sa.Connection, notifications: Sequence[Notification]
     ) -> None:
-        envelopes = published_envelopes(self._mapper, notifications)
+        published = self._published(notifications)
+        if not published:  # seat bookkeeping only
+            self._position = notifications[-1].id
+            return
+        try:
+            with conn.begin_nested():
+                self._apply_published(conn, published)
+        except TRANSIENT:
+            raise
+        except Exception:  # some event is poison: apply them one by one
+            for one in published:
+                try:
+                    with conn.begin_nested():
+                        self._apply_published(conn, [one])
+                except TRANSIENT:
+                    raise
+                except Exception as e:
+                    self._skip(one[0], one[1].event_id, e)
+        self._position = notifications[-1].id
+
+    def _apply_published(
+        self, conn: sa.Connection, published: Sequence[tuple[int, Envelope]]
+    ) -> None:
+        envelopes = [envelope for _, envelope in published]
         if envelopes:
             self._apply(conn, envelopes)
             # The shadow engine puts this into the shadow schema's inbox.
             insert_new(conn, self.name, [_inbox_row(e) for e in envelopes])
             self.events_applied += len(envelopes)
-        self._position = notifications[-1].id
+
+    def _published(
+        self, notifications: Sequence[Notification]
+    ) -> list[tuple[int, Envelope]]:
+        """(notification id, envelope) of each published event; what cannot be
+        mapped from the store is skipped like a poison event."""
+        published = []
+        for notification in notifications:
+            try:
+                envelope = published_envelope(self._mapper, notification)
+            except TRANSIENT:
+                raise
+            except Exception as e:
+                self._skip(notification.id, None, e)
+                continue
+            if envelope is not None:
+                published.append((notification.id, envelope))
+        return published
+
+    def _skip(
+        self, notification_id: int, event_id: UUID | None, error: Exception
+    ) -> None:
+        """Report and record a poison event; the rebuild goes on without it."""
+        skipped = Skipped(notification_id, event_id, describe(error))
+        self._skipped[notification_id] = skipped
+        log.error(
+            "rebuild.skipped_poison_event",
+            projection=self.name,
+            notification_id=notification_id,
+            event_id=str(event_id),
+            reason=skipped.reason,
+        )
+        record_skip(self._engine, self.name, skipped)  # live schema, own commit
 
     def _switch(self) -> None:
+        backoff = Backoff(first=0.2, cap=2.0)
+        for _ in range(self._switch_attempts):
+            position, applied = self._position, self.events_applied
+            try:
+                self._switch_once()
+            except sa.exc.OperationalError as e:
+                if not isinstance(e.orig, psycopg.errors.LockNotAvailable):
+                    raise
+                # Rolled back: the tail it applied in the shadow is gone too.
+                self._position, self.events_applied = position, applied
+                self.switch_retries += 1
+                log.warning(
+                    "rebuild.switch_waiting_for_locks",
+                    projection=self.name,
+                    attempt=self.switch_retries,
+                )
+                time.sleep(backoff.next_delay())
+            else:
+                return
+        msg = (
+            f"the switch to the rebuilt {self.name} tables could not take its locks "
+            f"in {self._switch_attempts} attempts: a long transaction holds them "
+            "(see pg_stat_activity); end it and run the rebuild again"
+        )
+        raise RebuildSwitchError(msg)
+
+    def _switch_once(self) -> None:
         with self._shadow_engine.begin() as conn:
+            # Waiting longer would queue every reader of the live tables behind us.
+            conn.exec_driver_sql(
+                f"SET LOCAL lock_timeout = {self._switch_lock_timeout_ms}"
+            )
             consumer_lock(conn, self.name)  # the live consumer waits from here
             while tail := self._recorder.select_notifications(
                 start=self._position, limit=self._batch_size, inclusive_of_start=False
@@ -129,10 +245,10 @@ class Rebuild:
 
 
 def _inbox_row(envelope: Envelope) -> tuple[UUID, bytes, int]:
-    # The body the relay publishes is deterministic, so this hash equals the hash of
-    # the message the live consumer would receive: it sees a duplicate, not a conflict.
+    # The meaning digest, as the live consumer computes it from any copy it
+    # receives (v1 or v2): it sees a duplicate, not a conflict.
     # Stream seq 0: applied from the event store, not from the stream.
-    return envelope.event_id, hashlib.sha256(envelope.to_json()).digest(), 0
+    return envelope.event_id, meaning_digest(envelope), 0
 
 
 def _quiet(done: int, total: int) -> None:
