@@ -23,3 +23,19 @@ class EnrollmentCancelledError(DomainError):
 
 class InvalidStudentProfileError(DomainError):
     """A student's id, email or name is malformed."""
+
+
+class InvalidTextError(DomainError):
+    """Text Club does not store: see domain/text.py for the rule and its reasons."""
+
+
+class ControlCharacterError(InvalidTextError):
+    """The text holds a control character (NUL included) or a line separator."""
+
+
+class UnpairedSurrogateError(InvalidTextError):
+    """The text holds half of a UTF-16 surrogate pair, which UTF-8 cannot encode."""
+
+
+class TextLengthError(InvalidTextError):
+    """The text is blank, or longer than its limit once normalised and trimmed."""

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import AlreadyEnrolledError, InvalidLessonError, LessonFullError
+from domain.text import single_line
 
 MAX_CAPACITY = 10_000
 MAX_TITLE_LENGTH = 200
+# Cents fit a 32-bit integer column anywhere a price is copied to.
+MAX_PRICE_CENTS = 100_000_000
+# The start's year as written. Any time-zone shift moves it by less than a day, so
+# the instant stays inside what both Python's `datetime` (years 1 to 9999) and
+# PostgreSQL's `timestamptz` hold: a year-9999 start at -05:00 is year 10000 in UTC,
+# which PostgreSQL stores and Python cannot load back (a roster failing for good).
+EARLIEST_YEAR, LATEST_YEAR = 2000, 8999
+# Real offsets run from -12:00 to +14:00; PostgreSQL refuses 16:00 and beyond (a
+# roster row it cannot write).
+MAX_UTC_OFFSET = timedelta(hours=14)
 
 
 class Lesson(Aggregate):
@@ -55,18 +66,22 @@ class Lesson(Aggregate):
         starts_at: datetime,
         price_cents: int,
     ) -> Lesson:
-        title = title.strip()
-        if not 0 < len(title) <= MAX_TITLE_LENGTH:
-            msg = f"title must be 1 to {MAX_TITLE_LENGTH} characters"
-            raise InvalidLessonError(msg)
+        title = single_line(title, field="title", max_length=MAX_TITLE_LENGTH)
         if not 0 < capacity <= MAX_CAPACITY:
             msg = f"capacity must be between 1 and {MAX_CAPACITY}"
             raise InvalidLessonError(msg)
-        if starts_at.tzinfo is None:
+        offset = starts_at.utcoffset()
+        if offset is None:
             msg = "starts_at must carry a time zone"
             raise InvalidLessonError(msg)
-        if price_cents < 0:
-            msg = "price_cents must not be negative"
+        if abs(offset) > MAX_UTC_OFFSET:
+            msg = f"starts_at's offset {offset} is beyond ±14:00"
+            raise InvalidLessonError(msg)
+        if not EARLIEST_YEAR <= starts_at.year <= LATEST_YEAR:
+            msg = f"starts_at must be in the years {EARLIEST_YEAR} to {LATEST_YEAR}"
+            raise InvalidLessonError(msg)
+        if not 0 <= price_cents <= MAX_PRICE_CENTS:
+            msg = f"price_cents must be between 0 and {MAX_PRICE_CENTS}"
             raise InvalidLessonError(msg)
         return cls(
             id=lesson_id,

@@ -1,4 +1,9 @@
-"""Refuse request bodies over a limit before anything parses them."""
+"""Refuse request bodies over a limit before anything parses them.
+
+The whole body (at most the limit) is read here first, then handed on. Counting
+while the framework reads does not work for a chunked body: FastAPI's body parsing
+catches whatever the counting raises and answers 400 instead of 413.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,6 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 64 * 1024
-
-
-class BodyTooLargeError(Exception):
-    pass
 
 
 class BodyLimit:
@@ -27,32 +28,24 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._refuse(send)
             return
-        seen = 0
-        started = False
-
-        async def counting_receive() -> Message:
-            nonlocal seen
+        chunks: list[bytes] = []
+        size = 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLargeError
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLargeError:
-            if not started:
+            if message["type"] != "http.request":  # the client left: nobody to answer
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
                 await self._refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
 
     async def _refuse(self, send: Send) -> None:
         body: dict[str, Any] = {
-            "type": "about:blank",
+            "type": "/problems/content-too-large",
             "title": "Content Too Large",
             "status": 413,
             "detail": f"request bodies are limited to {self.limit} bytes",
@@ -70,3 +63,17 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": payload})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body in one message, then the real channel (to see a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay

@@ -1,13 +1,19 @@
 """The Lesson aggregate: given events, when a command, then new facts or an error."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from uuid import uuid4
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.errors import AlreadyEnrolledError, InvalidLessonError, LessonFullError
+from domain.errors import (
+    AlreadyEnrolledError,
+    ControlCharacterError,
+    InvalidLessonError,
+    LessonFullError,
+    TextLengthError,
+)
 from domain.lesson import Lesson
 
 STARTS = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -41,15 +47,25 @@ def test_schedule_records_scheduled_with_its_facts() -> None:
     assert event.price_cents == 500
 
 
+def at(year: int, hours: float = 0) -> datetime:
+    return datetime(year, 6, 1, 10, 0, tzinfo=timezone(timedelta(hours=hours)))
+
+
 @pytest.mark.parametrize(
     ("title", "capacity", "starts_at", "price"),
     [
-        ("", 1, STARTS, 0),
-        ("x" * 201, 1, STARTS, 0),
         ("Yoga", 0, STARTS, 0),
         ("Yoga", 10_001, STARTS, 0),
         ("Yoga", 1, datetime(2026, 12, 1, 10, 0), 0),  # noqa: DTZ001 - naive on purpose
         ("Yoga", 1, STARTS, -1),
+        ("Yoga", 1, STARTS, 100_000_001),
+        ("Yoga", 1, STARTS, 10**30),
+        ("Yoga", 1, at(1999), 0),
+        ("Yoga", 1, at(9000), 0),
+        ("Yoga", 1, at(9999, -5), 0),  # year 10000 in UTC: Python cannot load it
+        ("Yoga", 1, at(1, 1), 0),  # year 0 in UTC
+        ("Yoga", 1, at(2026, 16), 0),  # PostgreSQL refuses offsets from 16:00
+        ("Yoga", 1, at(2026, -14.5), 0),
     ],
 )
 def test_schedule_refuses_out_of_bounds(title, capacity, starts_at, price) -> None:
@@ -58,6 +74,35 @@ def test_schedule_refuses_out_of_bounds(title, capacity, starts_at, price) -> No
             lesson_id=uuid4(), title=title, capacity=capacity, starts_at=starts_at,
             price_cents=price,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("title", "error"),
+    [
+        ("", TextLengthError),
+        (" \u3000 ", TextLengthError),
+        ("x" * 201, TextLengthError),
+        ("Yo\u0000ga", ControlCharacterError),
+        ("Yoga\n", ControlCharacterError),
+    ],
+)
+def test_schedule_refuses_a_title_it_cannot_store(title, error) -> None:
+    with pytest.raises(error):
+        Lesson.schedule(
+            lesson_id=uuid4(), title=title, capacity=1, starts_at=STARTS, price_cents=0
+        )
+
+
+@pytest.mark.parametrize(
+    "starts_at", [at(2000, 14), at(8999, -14), at(2026, 5.75)], ids=str
+)
+def test_schedule_keeps_a_start_inside_the_window_as_written(starts_at) -> None:
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(), title="Yoga", capacity=1, starts_at=starts_at,
+        price_cents=100_000_000,
+    )  # fmt: skip
+    assert lesson.starts_at == starts_at
+    assert lesson.starts_at.utcoffset() == starts_at.utcoffset()
 
 
 def test_take_seat_records_seat_taken() -> None:
