@@ -4,7 +4,9 @@ A request already inside a read when PostgreSQL dies can wait the event-store
 library's retries out (ten attempts, each bounded by the pool's wait): most of a
 minute. Past the deadline the client gets 503 + Retry-After, the work carries on
 in the background, and the Idempotency-Key recognises its outcome on the retry —
-so answering early never loses or doubles an enrollment.
+so answering early never loses or doubles an enrollment. A write sent without a
+key is told the truth instead: its outcome is unknown, and a blind retry could
+repeat it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 
 import structlog
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from entrypoints.problems import RETRY_AFTER_S, problem
@@ -49,14 +52,7 @@ class Deadline:
         task.add_done_callback(self._finished_late)
         path = scope.get("path", "")
         log.warning("http.deadline_exceeded", path=path, seconds=self.seconds)
-        response = problem(
-            503,
-            "temporarily-unavailable",
-            "Temporarily unavailable",
-            f"no answer within {self.seconds:g}s; retry with the same Idempotency-Key",
-            headers={"Retry-After": RETRY_AFTER_S},
-        )
-        await response(scope, receive, send)
+        await _late_answer(scope, self.seconds)(scope, receive, send)
 
     def _finished_late(self, task: asyncio.Task[None]) -> None:
         self._abandoned.discard(task)
@@ -64,3 +60,29 @@ class Deadline:
         log.info(
             "http.abandoned_request_finished", error=repr(error) if error else None
         )
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _late_answer(scope: Scope, seconds: float) -> Response:
+    """503, and what a retry would do: only a read or a keyed request is safe to
+    repeat; a keyless write may still take effect in the background."""
+    keyed = any(name == b"idempotency-key" for name, _ in scope.get("headers", ()))
+    waited = f"no answer within {seconds:g}s"
+    if scope.get("method") in SAFE_METHODS or keyed:
+        advice = "retry with the same Idempotency-Key" if keyed else "retry"
+        return problem(
+            503,
+            "temporarily-unavailable",
+            "Temporarily unavailable",
+            f"{waited}; {advice}",
+            headers={"Retry-After": RETRY_AFTER_S},
+        )
+    return problem(
+        503,
+        "outcome-unknown",
+        "Outcome unknown",
+        f"{waited}. The request may still take effect: check before sending it "
+        "again, or send an Idempotency-Key so that a retry is recognised",
+    )

@@ -208,3 +208,21 @@ def test_a_lost_ack_is_redelivered_and_absorbed_by_the_inbox(
     assert again.duplicates == first.applied
     assert again.applied == 0
     assert confirmed() == after_first == 3
+
+
+def test_a_keyless_write_past_the_deadline_is_told_its_outcome_is_unknown(
+    events_via_proxy,
+) -> None:
+    """Without a key a retry would make a second lesson: the 503 must not invite it."""
+    http, proxy, _ = events_via_proxy
+    proxy.set(down="blackhole")
+    late = http.post(
+        "/lessons",
+        json={"title": "Late", "capacity": 5, "starts_at": "2026-12-01T10:00:00Z"},
+    )
+    proxy.set()
+    proxy.reset()
+    assert late.status_code == 503
+    assert late.json()["type"] == "/problems/outcome-unknown"
+    assert "Idempotency-Key so that a retry is recognised" in late.json()["detail"]
+    assert "retry-after" not in late.headers  # no invitation to repeat it blindly
