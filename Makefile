@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-unit test-integration test-e2e test-faults lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,19 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest
+
+# One layer at a time; `make test` runs them all.
+test-unit: $(STAMP)
+	$(BIN)/pytest -m unit
+
+test-integration: $(STAMP)
+	$(BIN)/pytest -m integration
+
+test-e2e: $(STAMP)
+	$(BIN)/pytest -m e2e
+
+test-faults: $(STAMP)
+	$(BIN)/pytest -m faults
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import hypothesis  # noqa: F401 - see below
 import pytest
@@ -14,6 +15,29 @@ from tests import servers
 # Imported early on purpose: when the first import of hypothesis happens in pytest's
 # terminal summary (a run without any hypothesis test), CPython 3.11.7's ast.parse
 # fails there with "AST constructor recursion depth mismatch".
+
+
+TESTS = Path(__file__).parent
+SERVER_FIXTURES = frozenset(
+    {"postgres_server_url", "database_url", "nats", "nats_url", "migrated",
+     "container", "container_for"}
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Layers by folder: `unit` needs no server (`make test-unit`, seconds); a test
+    in tests/unit or tests/contracts that does need one counts as `integration`."""
+    for item in items:
+        layer = Path(str(item.path)).relative_to(TESTS).parts[0]
+        if layer in ("unit", "contracts"):
+            params = getattr(item, "callspec", None)
+            needs_servers = bool(
+                SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+            )
+            if params is not None and "postgres" in params.params.values():
+                needs_servers = True
+            layer = "integration" if needs_servers else "unit"
+        item.add_marker(layer)
 
 
 @pytest.fixture(scope="session")
