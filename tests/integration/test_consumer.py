@@ -206,3 +206,42 @@ def test_same_event_id_with_other_content_is_a_dead_lettered_conflict(
         REGISTRY.get_sample_value("club_contract_conflicts_total", {"consumer": name})
         == 1
     )
+
+
+def test_v1_copies_of_events_published_as_v2_are_duplicates_not_conflicts(
+    container, migrated
+) -> None:
+    """After the v1 -> v2 switch, a rewind (or old unconsumed copies) delivers the
+    same event in both versions: one meaning, so no false contract-conflict."""
+    database_url, nats_url = migrated
+    name = f"versions-{uuid4().hex[:6]}"
+    lesson_id = lesson_with_enrollments(container, 2)
+
+    async def body(js, _):
+        await relay_all(make_relay(container, js, database_url))
+        await ensure_consumer(js, name)
+        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        runner = statistics_runner(ConsumerRunner, name, js, container)
+        await drain(runner, sub)
+        before = counts(container, lesson_id)
+        v2_copies = [
+            m
+            for m in await stream_messages(js)
+            if json.loads(m.data)["type"] == "EnrollmentConfirmed"
+            and json.loads(m.data)["data"]["lesson_id"] == str(lesson_id)
+        ]
+        for msg in v2_copies:
+            v1 = json.loads(msg.data) | {"schema_version": 1}
+            assert v1["data"].pop("lesson_starts_at") is not None  # v2 knows more
+            await js.publish(
+                msg.subject, json.dumps(v1).encode(),
+                headers={"Nats-Msg-Id": f"v1-{uuid4()}"},
+            )  # fmt: skip
+        outcomes = await drain(runner, sub)
+        return before, len(v2_copies), outcomes
+
+    before, copies, outcomes = run(with_js(nats_url, body))
+    assert copies == 2
+    assert [d.reason for o in outcomes for d in o.dead] == []
+    assert sum(o.duplicates for o in outcomes) == copies
+    assert counts(container, lesson_id) == before == (2, 0)
