@@ -67,7 +67,7 @@ consumer_positions = sa.Table(
 )
 
 # Who answers for a consumer's dead letters: named in each one's Club-Owner header
-# (a consumer without a row names DEFAULT_OWNER in adapters/nats/dead_letters.py).
+# (a consumer without a row names DEFAULT_OWNER in adapters/postgres/owners.py).
 consumer_owners = sa.Table(
     "consumer_owners",
     metadata,
