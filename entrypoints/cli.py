@@ -8,6 +8,7 @@ import sys
 import structlog
 
 from adapters.crash import check_crash_setting
+from adapters.nats.streams import CredentialsRefusedError
 from entrypoints import bootstrap, maintenance
 from entrypoints.masking import mask_log_event, masked
 from entrypoints.settings import ConfigError, Settings
@@ -25,6 +26,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.run(settings, args) or 0)
     except ConfigError as e:
         print(f"club: {masked(str(e))}", file=sys.stderr)
+        return 2
+    except CredentialsRefusedError:
+        print(
+            "club: NATS refused the user and password in CLUB_NATS_URL "
+            "(nats://user:password@host:port); `club up` keeps each role's in "
+            "CLUB_DATA_DIR/nats/credentials.json",
+            file=sys.stderr,
+        )
         return 2
 
 

@@ -1,7 +1,9 @@
 """`club up`: embedded servers (when no URLs are set), migrations, every role.
 
 Roles run as child processes that die with the supervisor (parent-death signal)
-and are restarted if they crash. Ctrl-C stops the roles first, then the servers.
+and are restarted if they crash; so are the embedded servers, until one keeps dying.
+Ctrl-C stops the roles first, then the servers — also in the middle of a restart
+pause, which is a deadline the loop checks, never a sleep.
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from pathlib import Path
 
 import attrs
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
+from adapters.nats.authorization import role_users
 from entrypoints import bootstrap
+from entrypoints.masking import masked
 from entrypoints.settings import Settings
+from entrypoints.watched import ServerGaveUpError, WatchedServer
 
 ROLES: tuple[tuple[str, ...], ...] = (
     ("api",),
@@ -28,80 +33,123 @@ ROLES: tuple[tuple[str, ...], ...] = (
     ("projector", "statistics"),
 )
 MAX_BACKOFF_S = 10.0
+TICK_S = 0.2
 
 
 @attrs.define
 class Child:
     role: tuple[str, ...]
-    proc: subprocess.Popen[bytes]
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
+    restart_at: float | None = None  # monotonic; set while it waits to restart
+
+
+def nats_user(role: tuple[str, ...]) -> str:
+    """The broker user a role connects as (adapters/nats/authorization.py)."""
+    return f"consumer-{role[1]}" if role[0] == "projector" else role[0]
 
 
 def up(settings: Settings) -> int:
-    servers: list[EmbeddedPostgres | EmbeddedNats] = []
-    stopping = False
+    stopping = threading.Event()
 
     def request_stop(*_: object) -> None:
-        nonlocal stopping
-        stopping = True
+        stopping.set()
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    servers: list[WatchedServer] = []
     children: list[Child] = []
+    code = 0
     try:
         database_url = settings.database_url
         if database_url is None:
             pg = EmbeddedPostgres(settings.data_dir / "postgres")
-            servers.append(pg)
+            servers.append(WatchedServer("PostgreSQL", pg, pg.log, _say))
             database_url = pg.start()
-        nats_url = settings.nats_url
-        if nats_url is None:
-            embedded_nats = EmbeddedNats(settings.data_dir / "nats")
-            servers.append(embedded_nats)
-            nats_url = embedded_nats.start()
-        bootstrap.migrate(database_url, nats_url)
-        env = os.environ | {
+        nats_urls = _nats_urls(settings, servers)
+        bootstrap.migrate(database_url, nats_urls["admin"])
+        base = os.environ | {
             "CLUB_DATABASE_URL": database_url,
-            "CLUB_NATS_URL": nats_url,
             "CLUB_OPERATOR_TOKEN": settings.operator_token,
         }
-        children = [Child(role, spawn_role(_argv(role), env)) for role in ROLES]
-        _announce(settings, database_url, nats_url)
-        while not stopping:
-            time.sleep(0.2)
+        children = [
+            Child(role, base | {"CLUB_NATS_URL": nats_urls[nats_user(role)]})
+            for role in ROLES
+        ]
+        for child in children:
+            child.proc = spawn_role(_argv(child.role), child.env)
+        _announce(settings, database_url, nats_urls["admin"], servers)
+        while not stopping.wait(TICK_S):
+            for server in servers:
+                server.restart_if_dead()
             for child in children:
-                if child.proc.poll() is not None and not stopping:
-                    _restart(child, env)
+                _supervise(child)
+    except ServerGaveUpError as e:
+        print(f"club: {masked(str(e))}", file=sys.stderr, flush=True)
+        code = 1
     finally:
         for child in children:
-            stop(child.proc, signal.SIGTERM)
+            if child.proc is not None:
+                stop(child.proc, signal.SIGTERM)
         for server in reversed(servers):
-            server.stop()
+            server.server.stop()
     print("club: stopped; data kept in", settings.data_dir)
-    return 0
+    return code
+
+
+def _nats_urls(settings: Settings, servers: list[WatchedServer]) -> dict[str, str]:
+    """Each role's broker URL: its own user on the embedded server; CLUB_NATS_URL
+    (which may carry user:password) for every role when a broker is given."""
+    users = role_users(bootstrap.PROJECTIONS)
+    if settings.nats_url is not None:
+        return {user.name: settings.nats_url for user in users}
+    nats = EmbeddedNats(settings.data_dir / "nats", users=users)
+    servers.append(WatchedServer("NATS", nats, nats.log, _say))
+    nats.start()
+    return {user.name: nats.url_for(user.name) for user in users}
+
+
+def _say(line: str) -> None:
+    print(f"club: {masked(line)}", flush=True)
 
 
 def _argv(role: tuple[str, ...]) -> list[str]:
     return [sys.executable, "-m", "entrypoints.cli", *role]
 
 
-def _restart(child: Child, env: dict[str, str]) -> None:
-    code = child.proc.returncode
+def _supervise(child: Child) -> None:
+    """Restart a crashed role after a pause that grows with each crash."""
+    now = time.monotonic()
+    if child.restart_at is not None:
+        if now >= child.restart_at:
+            child.restart_at = None
+            child.restarts += 1
+            child.proc = spawn_role(_argv(child.role), child.env)
+        return
+    if child.proc is None or child.proc.poll() is None:
+        return
     delay = min(MAX_BACKOFF_S, 0.5 * 2**child.restarts)
-    print(f"club: {' '.join(child.role)} exited ({code}); restarting in {delay:.1f}s")
-    time.sleep(delay)
-    child.restarts += 1
-    child.proc = spawn_role(_argv(child.role), env)
+    name = " ".join(child.role)
+    _say(f"{name} exited ({child.proc.returncode}); restarting in {delay:.1f}s")
+    child.restart_at = now + delay
 
 
-def _announce(settings: Settings, database_url: str, nats_url: str) -> None:
+def _announce(
+    settings: Settings,
+    database_url: str,
+    nats_url: str,
+    servers: list[WatchedServer],
+) -> None:
     base = f"http://{settings.http_host}:{settings.http_port}"
+    notes = "".join(f"  {note}\n" for server in servers for note in server.notes())
     print(
         "\nClub is up. Ctrl-C stops everything; data stays in "
-        f"{Path(settings.data_dir)}\n"
+        f"{settings.data_dir}\n"
         f"  API            {base}  (docs: {base}/docs)\n"
-        f"  database       {database_url}\n"
-        f"  NATS           {nats_url}\n"
-        f"  operator token {settings.operator_token}\n",
+        f"  database       {masked(database_url)}\n"
+        f"  NATS           {masked(nats_url)}\n"
+        f"  operator token {settings.operator_token}\n"
+        f"{notes}",
         flush=True,
     )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
+from adapters.embedded.credentials import load_or_create, write_private
 from adapters.embedded.process import free_port, spawn, stop, wait_for_port
+from adapters.nats.authorization import NatsUser, authorization_block
 
 MIN_VERSION = (2, 12, 3)
 
@@ -31,16 +36,34 @@ def nats_server_binary() -> Path:
 
 
 class EmbeddedNats:
-    def __init__(self, data_dir: Path, *, sync_always: bool = True) -> None:
+    """With `users`, only they may connect, each with its own permissions and a
+    generated password kept in `credentials.json` (mode 600) under `data_dir`."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        sync_always: bool = True,
+        users: Sequence[NatsUser] = (),
+    ) -> None:
         self.root = data_dir
         self.log = data_dir / "nats.log"
+        self.credentials = data_dir / "credentials.json"
         self.sync_always = sync_always
+        self.users = tuple(users)
+        self.passwords: dict[str, str] = {}
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
+        """The address without credentials (anonymous, when there are no users)."""
         return f"nats://127.0.0.1:{self.port}"
+
+    def url_for(self, user: str) -> str:
+        """The address with `user`'s credentials, as CLUB_NATS_URL carries them."""
+        password = quote(self.passwords[user], safe="")
+        return f"nats://{quote(user, safe='')}:{password}@127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15, port: int | None = None) -> str:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -48,14 +71,32 @@ class EmbeddedNats:
         config = self.root / "nats.conf"
         sync = "sync_interval: always" if self.sync_always else ""
         store = str(self.root / "jetstream")
-        config.write_text(
+        text = (
             f"listen: 127.0.0.1:{self.port}\n"
-            f"jetstream {{\n  store_dir: {store!r}\n  {sync}\n}}\n"
+            f"jetstream {{\n  store_dir: {json.dumps(store)}\n  {sync}\n}}\n"
         )
+        if self.users:
+            names = [user.name for user in self.users]
+            self.passwords = load_or_create(self.credentials, names)
+            quoted = {name: json.dumps(pw) for name, pw in self.passwords.items()}
+            text += authorization_block(self.users, quoted)
+        write_private(config, text)  # it holds the passwords
         argv = [str(nats_server_binary()), "-c", str(config)]
         self._proc = spawn(argv, log=self.log)
         wait_for_port(self.port, self._proc, self.log, timeout)
         return self.url
+
+    def exit_code(self) -> int | None:
+        """None while it runs (or before it starts); its exit code once it died."""
+        return None if self._proc is None else self._proc.poll()
+
+    def notes(self) -> list[str]:
+        """What `club up` tells the operator about this server."""
+        if not self.users:
+            return []
+        return [
+            f"NATS users     one per role; passwords in {self.credentials} (mode 600)"
+        ]
 
     def stop(self) -> None:
         if self._proc is not None:

@@ -104,6 +104,14 @@ class EmbeddedPostgres:
             tail = self.log.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"initdb failed:\n{tail}")
 
+    def exit_code(self) -> int | None:
+        """None while it runs (or before it starts); its exit code once it died."""
+        return None if self._proc is None else self._proc.poll()
+
+    def notes(self) -> list[str]:
+        """What `club up` tells the operator about this server."""
+        return []
+
     def stop(self, *, immediate: bool = False) -> None:
         """Fast shutdown; `immediate` is `pg_ctl -m immediate`: no checkpoint, recovery
         on the next start."""

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from typing import Any
+
 import nats
+import structlog
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -13,6 +18,8 @@ from nats.js.api import (
     StreamConfig,
 )
 from nats.js.errors import NotFoundError
+
+log = structlog.get_logger()
 
 EVENTS_STREAM = "CLUB_EVENTS"
 EVENTS_SUBJECTS = "club.events.>"
@@ -37,14 +44,42 @@ STREAMS = (
 )
 
 
+class CredentialsRefusedError(Exception):
+    """The broker refused the user and password: waiting will not change that."""
+
+
 async def connect(url: str, name: str) -> Client:
-    return await nats.connect(
-        servers=[s.strip() for s in url.split(",")],
-        name=name,
-        max_reconnect_attempts=-1,  # a broker restart is waited out, not fatal
-        reconnect_time_wait=0.5,
-        connect_timeout=5,
+    """A client that waits out a broker restart, but fails at once on credentials
+    the broker refuses, which nats-py would otherwise retry for ever."""
+    refused: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def on_error(error: Exception) -> None:
+        if "authorization violation" in str(error).lower() and not refused.done():
+            refused.set_exception(CredentialsRefusedError(str(error)))
+        log.warning("nats.error", client=name, error=str(error))
+
+    connecting: asyncio.Future[Client] = asyncio.ensure_future(
+        nats.connect(
+            servers=[s.strip() for s in url.split(",")],
+            name=name,
+            max_reconnect_attempts=-1,  # a broker restart is waited out, not fatal
+            reconnect_time_wait=0.5,
+            connect_timeout=5,
+            error_cb=on_error,
+        )
     )
+    either: set[asyncio.Future[Any]] = {connecting, refused}
+    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    if not connecting.done():
+        connecting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await connecting
+        refused.result()  # raises CredentialsRefusedError
+    if refused.done():
+        refused.exception()  # refused as it connected: the client retries alone
+    else:
+        refused.cancel()  # a later refusal (after a reconnect) is only logged
+    return connecting.result()
 
 
 async def ensure_streams(js: JetStreamContext) -> None:

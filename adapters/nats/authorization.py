@@ -1,0 +1,93 @@
+"""Who may do what on the broker: one NATS user per role, least privilege.
+
+Only the relay may publish on `club.events.>`: a published event is a fact every read
+model applies, so anyone else who could publish there could forge one. A consumer may
+create and pull its own durable, ack, and dead-letter; the API only reads JetStream's
+state (readiness, status); `admin` (migrations, audit) manages streams but may not
+publish events. Replies come back on `_INBOX.>`, so every user that makes a request
+subscribes there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from adapters.nats.streams import DLQ_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS
+
+REPLIES = "_INBOX.>"
+
+
+@attrs.frozen
+class NatsUser:
+    name: str
+    publish: tuple[str, ...] = ()  # subjects it may publish on; () is none
+    subscribe: tuple[str, ...] = ()
+    publish_deny: tuple[str, ...] = ()
+
+
+def admin_user() -> NatsUser:
+    return NatsUser(
+        "admin", publish=(">",), subscribe=(">",), publish_deny=(EVENTS_SUBJECTS,)
+    )
+
+
+def api_user() -> NatsUser:
+    """Readiness and status read JetStream's state; reading is all it may do."""
+    reads = ("$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.*.*")
+    return NatsUser("api", publish=reads, subscribe=(REPLIES,))
+
+
+def relay_user() -> NatsUser:
+    # A PubAck is the reply to the publish itself: no JetStream API is needed.
+    return NatsUser("relay", publish=(EVENTS_SUBJECTS,), subscribe=(REPLIES,))
+
+
+def consumer_user(durable: str) -> NatsUser:
+    """A projector or worker: its own durable on CLUB_EVENTS, and the DLQ."""
+    api = "$JS.API.CONSUMER"
+    own = f"{EVENTS_STREAM}.{durable}"
+    return NatsUser(
+        f"consumer-{durable}",
+        publish=(
+            f"{api}.CREATE.{own}",  # ensure_consumer at start-up
+            f"{api}.CREATE.{own}.>",  # the same with its filter subject
+            f"{api}.DURABLE.CREATE.{own}",
+            f"{api}.INFO.{own}",
+            f"{api}.MSG.NEXT.{own}",  # a pull
+            f"$JS.ACK.{own}.>",  # ack, nak, term of what it pulled
+            DLQ_SUBJECTS,
+        ),
+        subscribe=(REPLIES,),
+    )
+
+
+def role_users(consumers: Iterable[str]) -> list[NatsUser]:
+    return [admin_user(), api_user(), relay_user(), *map(consumer_user, consumers)]
+
+
+def authorization_block(users: Iterable[NatsUser], passwords: Mapping[str, str]) -> str:
+    """nats-server's `authorization {}`; `passwords` maps a user to a quoted
+    password, or to an unquoted `$VARIABLE` the server reads from its environment."""
+    lines = ["authorization {", "  users: ["]
+    for user in users:
+        publish = _permission(user.publish, user.publish_deny)
+        subscribe = _permission(user.subscribe, ())
+        lines.append(
+            f"    {{user: {json.dumps(user.name)}, password: {passwords[user.name]},"
+            f" permissions: {{publish: {publish}, subscribe: {subscribe}}}}}"
+        )
+    lines += ["  ]", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _permission(allow: tuple[str, ...], deny: tuple[str, ...]) -> str:
+    # An empty allow list would allow everything: say "deny all" instead.
+    if not allow:
+        return '{deny: [">"]}'
+    text = f"allow: {json.dumps(list(allow))}"
+    if deny:
+        text += f", deny: {json.dumps(list(deny))}"
+    return f"{{{text}}}"
