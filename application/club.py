@@ -202,7 +202,8 @@ class ClubApplication(Application[UUID]):
                 lesson, item.cmd, new
             )
             outcome = decided
-            if item.request is not None and item.answer_for is not None:
+            refused = isinstance(decided, KeyReusedError)  # an error, never an answer
+            if item.request is not None and item.answer_for is not None and not refused:
                 answer = item.answer_for(decided)
                 if answer is not None:
                     answers.append((item.request, answer))

@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     in tests/unit or tests/contracts that does need one counts as `integration`."""
     for item in items:
         layer = Path(str(item.path)).relative_to(TESTS).parts[0]
-        if layer in ("unit", "contracts"):
+        if layer in ("unit", "contracts", "ports"):
             params = getattr(item, "callspec", None)
             needs_servers = bool(
                 SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))

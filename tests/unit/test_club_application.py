@@ -5,40 +5,36 @@ from uuid import uuid4
 
 import pytest
 
-from adapters.postgres.database import eventsourcing_env
+from adapters.memory.answers import InMemoryAnswerStore
+from adapters.memory.students import InMemoryStudentDirectory
+from adapters.postgres.answers import SqlAnswerStore
+from adapters.postgres.database import create_engine, eventsourcing_env
 from application.club import ClubApplication
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.errors import NotFoundError, UnknownStudentError
+from application.idempotency import Answer, KeyReusedError, Request
 from domain.errors import LessonFullError
 from domain.lesson import Lesson
 from domain.student import StudentProfile
 from entrypoints.bootstrap import migrate_database
 
 
-class MemoryStudents:
-    def __init__(self) -> None:
-        self.profiles: dict[str, StudentProfile] = {}
-
-    def save(self, profile: StudentProfile) -> None:
-        self.profiles[profile.student_id] = profile
-
-    def get(self, student_id: str) -> StudentProfile | None:
-        return self.profiles.get(student_id)
-
-
 @pytest.fixture(params=["popo", "postgres"])
 def app(request: pytest.FixtureRequest) -> ClubApplication:
     """The same use cases in memory and on PostgreSQL."""
-    students = MemoryStudents()
+    students = InMemoryStudentDirectory()
     for n in range(5):
         students.save(
             StudentProfile.create(student_id=f"s-{n}", email="a@b.org", name="A")
         )
     if request.param == "popo":
-        return ClubApplication(students=students)
+        return ClubApplication(students=students, answers=InMemoryAnswerStore())
     url = request.getfixturevalue("database_url")
     migrate_database(url)
-    return ClubApplication(env=eventsourcing_env(url), students=students)
+    answers = SqlAnswerStore(create_engine(url))
+    return ClubApplication(
+        env=eventsourcing_env(url), students=students, answers=answers
+    )
 
 
 def schedule(app: ClubApplication, capacity: int = 2) -> Lesson:
@@ -136,3 +132,49 @@ def test_concurrent_enrollments_into_one_lesson_respect_capacity(app) -> None:
         thread.join()
     assert sorted(outcomes) == ["confirmed"] * 5 + ["full"] * 35
     assert app.get_lesson(lesson.id).seats_taken == 5
+
+
+def answer_for(outcome: object) -> Answer:
+    """A stand-in for the HTTP layer's mapping of outcomes to answers."""
+    if isinstance(outcome, BaseException):
+        return Answer(status_code=409, body={"refused": type(outcome).__name__})
+    return Answer(status_code=201, body={"id": str(outcome.enrollment_id)})
+
+
+def keyed(cmd: EnrollStudent) -> Request:
+    return Request(scope="POST enroll", key=cmd.request_id, fingerprint=cmd.student_id)
+
+
+def enroll_cmd(lesson: Lesson, student_id: str, key: str) -> EnrollStudent:
+    return EnrollStudent(lesson_id=lesson.id, student_id=student_id, request_id=key)
+
+
+def test_a_repeated_request_is_answered_as_the_first_time(app) -> None:
+    lesson = schedule(app)
+    cmd = enroll_cmd(lesson, "s-1", str(uuid4()))
+    first = app.enroll_once(cmd, keyed(cmd), answer_for)
+    again = app.enroll_once(cmd, keyed(cmd), answer_for)
+    assert first == again
+    assert first.status_code == 201
+    assert app.get_lesson(lesson.id).seats_taken == 1
+
+
+def test_the_same_key_for_another_student_is_refused(app) -> None:
+    lesson = schedule(app)
+    key = str(uuid4())
+    cmd = enroll_cmd(lesson, "s-1", key)
+    app.enroll_once(cmd, keyed(cmd), answer_for)
+    other = enroll_cmd(lesson, "s-2", key)
+    with pytest.raises(KeyReusedError):
+        app.enroll_once(other, keyed(other), answer_for)
+    assert app.get_lesson(lesson.id).seats_taken == 1
+
+
+def test_a_refusal_is_replayed_even_after_a_seat_frees_up(app) -> None:
+    lesson = schedule(app, capacity=1)
+    taken = app.enroll(enroll_cmd(lesson, "s-0", str(uuid4())))
+    cmd = enroll_cmd(lesson, "s-1", str(uuid4()))
+    refused = app.enroll_once(cmd, keyed(cmd), answer_for)
+    assert refused.body == {"refused": "LessonFullError"}
+    app.cancel_enrollment(CancelEnrollment(enrollment_id=taken.enrollment_id))
+    assert app.enroll_once(cmd, keyed(cmd), answer_for) == refused

@@ -1,0 +1,22 @@
+"""The in-memory adapters keep the ports' contracts."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.memory.answers import InMemoryAnswerStore
+from adapters.memory.students import InMemoryStudentDirectory
+from tests.ports.answer_store import AnswerStoreContract
+from tests.ports.student_directory import StudentDirectoryContract
+
+
+class TestInMemoryStudentDirectory(StudentDirectoryContract):
+    @pytest.fixture
+    def directory(self) -> InMemoryStudentDirectory:
+        return InMemoryStudentDirectory()
+
+
+class TestInMemoryAnswerStore(AnswerStoreContract):
+    @pytest.fixture
+    def store(self) -> InMemoryAnswerStore:
+        return InMemoryAnswerStore()
