@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import attrs
 import sqlalchemy as sa
@@ -14,17 +13,15 @@ from adapters.postgres import tables
 from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.factory import STATEMENT_TIMEOUT
+from adapters.postgres.inbox import Apply
 from adapters.postgres.students import SqlStudentDirectory
 from application.club import ClubApplication
-from application.contracts.envelope import Envelope
 from projections import rosters, statistics
 
 MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time
 
 # Projection name -> (its tables, its apply function) for the consumer runner.
-PROJECTIONS: dict[
-    str, tuple[sa.MetaData, Callable[[sa.Connection, Envelope], None]]
-] = {
+PROJECTIONS: dict[str, tuple[sa.MetaData, Apply]] = {
     rosters.NAME: (rosters.metadata, rosters.apply),
     statistics.NAME: (statistics.metadata, statistics.apply),
 }

@@ -69,6 +69,6 @@ def _answer(response: JSONResponse) -> Answer:
     headers["content-type"] = response.media_type or "application/json"
     return Answer(
         status_code=response.status_code,
-        body=json.loads(response.body),
+        body=json.loads(bytes(response.body)),
         headers=headers,
     )

@@ -29,7 +29,7 @@ def insert_rows(table: sa.Table) -> pg.Insert:
 
 
 def as_arrays(
-    rows: Iterable[Mapping[str, Any]], columns: Sequence[sa.Column[Any]]
+    rows: Iterable[Mapping[str, Any]], columns: Iterable[sa.Column[Any]]
 ) -> dict[str, list[Any]]:
     listed = list(rows)
     return {c.name: [row[c.name] for row in listed] for c in columns}

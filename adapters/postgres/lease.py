@@ -31,10 +31,10 @@ class RelayLease:
     def acquire(self) -> Held | None:
         """Take the lease if it is free or expired; bumps the epoch. None: taken."""
         until = sa.func.now() + self._ttl
-        stmt = insert(leases).values(
+        new = insert(leases).values(
             name=self.name, owner=self.owner, epoch=1, lease_until=until, position=0
         )
-        stmt = stmt.on_conflict_do_update(
+        stmt = new.on_conflict_do_update(
             index_elements=[leases.c.name],
             set_={
                 "owner": self.owner,
