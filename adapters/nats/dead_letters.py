@@ -15,9 +15,12 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from adapters.metrics import DEAD_LETTERS
+from adapters.nats.streams import EVENTS_STREAM
 from adapters.reasons import one_line
 
 log = structlog.get_logger()
+
+NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
 
 @attrs.frozen
@@ -48,7 +51,17 @@ async def dead_letter(
             "Nats-Msg-Id": f"{consumer}:{digest}",
         }
     )
-    await js.publish(f"club.dlq.{consumer}", item.msg.data, headers=headers)
+    body = item.msg.data
+    if len(body) + _headers_size(headers) > _max_payload(js):
+        # A body near the broker's limit plus our headers would be refused (and
+        # the connection closed) on every redelivery: keep the headers, point to
+        # the original, and the consumer goes on.
+        headers["Club-Body-Omitted"] = (
+            f"{len(body)} bytes: too large with these headers; the original is "
+            f"{EVENTS_STREAM} sequence {item.stream_seq}"
+        )
+        body = b""
+    await js.publish(f"club.dlq.{consumer}", body, headers=headers)
     log.error(
         "consumer.dead_lettered",
         consumer=consumer,
@@ -58,3 +71,15 @@ async def dead_letter(
     )
     DEAD_LETTERS.labels(consumer=consumer, reason=reason.split(":")[0]).inc()
     await item.msg.term()
+
+
+def _headers_size(headers: dict[str, str]) -> int:
+    """Bytes of the NATS/1.0 header block, with room to spare."""
+    lines = sum(len(f"{k}: {v}\r\n".encode()) for k, v in headers.items())
+    return len("NATS/1.0\r\n\r\n") + lines + 64
+
+
+def _max_payload(js: JetStreamContext) -> int:
+    """The server's limit on headers + body (the client checks the body only)."""
+    client = getattr(js, "_nc", None)  # JetStreamContext keeps its client private
+    return int(getattr(client, "max_payload", NATS_DEFAULT_MAX_PAYLOAD))

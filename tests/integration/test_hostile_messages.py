@@ -242,3 +242,29 @@ def test_a_connection_level_failure_is_waited_out_not_dead_lettered(
     ours = run(with_js(nats_url, body))
     assert ours == []  # even with poison_attempts=1: a lock wait is no poison
     assert lesson_row(container.engine, lesson).title == "Later"
+
+
+def test_a_body_too_large_to_copy_with_headers_is_dead_lettered_without_it(
+    container, migrated
+) -> None:
+    """The broker limits headers + body: the copy keeps its headers, not its body."""
+    _, nats_url = migrated
+    name = f"large-{uuid4().hex[:6]}"
+    good_lesson = uuid4()
+
+    async def body(js, nc):
+        await ensure_consumer(js, name)
+        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        large_seq = await publish(js, b"x" * (nc.max_payload - 200))
+        await publish(js, encoded(lesson_body(good_lesson, title="After")))
+        await settle(runner_for(name, js, container), sub, js)
+        dlq = await dead_letters(js, name)
+        return [
+            m for m in dlq if m.headers["Club-Original-Stream-Seq"] == str(large_seq)
+        ]
+
+    [dead] = run(with_js(nats_url, body))
+    assert dead.headers["Club-Reason"].startswith("malformed:")
+    assert "too large with these headers" in dead.headers["Club-Body-Omitted"]
+    assert not dead.data
+    assert lesson_row(container.engine, good_lesson).title == "After"
