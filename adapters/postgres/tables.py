@@ -86,3 +86,22 @@ rebuild_skips = sa.Table(
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("skipped_at", sa.DateTime(timezone=True), server_default=now),
 )
+
+# One row per notification an event asks for (keyed by that event's id): its state
+# is what GET /enrollments/{id} shows, and `sending`/`unknown` tell a redelivery to
+# look the provider up before any resend.
+notifications = sa.Table(
+    "notifications",
+    metadata,
+    sa.Column("event_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("kind", sa.Text, nullable=False),  # confirmation | cancellation
+    sa.Column("enrollment_id", UUID(as_uuid=True), nullable=False, index=True),
+    sa.Column("student_id", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_error", sa.Text),
+    sa.Column("provider_id", sa.Text),
+    sa.Column("created_at", sa.DateTime(timezone=True), server_default=now),
+    sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
+    sa.Column("sent_at", sa.DateTime(timezone=True)),
+)
