@@ -257,7 +257,8 @@ def test_a_body_too_large_to_copy_with_headers_is_dead_lettered_without_it(
         sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
         large_seq = await publish(js, b"x" * (nc.max_payload - 200))
         await publish(js, encoded(lesson_body(good_lesson, title="After")))
-        await settle(runner_for(name, js, container), sub, js)
+        # (poison_attempts=1: the earlier tests' poison event need not wait)
+        await settle(runner_for(name, js, container, poison_attempts=1), sub, js)
         dlq = await dead_letters(js, name)
         return [
             m for m in dlq if m.headers["Club-Original-Stream-Seq"] == str(large_seq)
