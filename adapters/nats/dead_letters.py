@@ -36,14 +36,17 @@ async def dead_letter(
     js: JetStreamContext, consumer: str, item: Unreadable, owner: str
 ) -> None:
     meta = item.msg.metadata
-    headers = dict(item.msg.headers or {})
+    original = dict(item.msg.headers or {})
+    # JetStream acts on its own headers (Nats-Expected-Stream, Nats-Rollup, ...):
+    # copied, a publisher's would make this copy fail on every redelivery.
+    headers = {k: v for k, v in original.items() if not k.lower().startswith("nats-")}
     digest = hashlib.sha256(item.msg.data).hexdigest()[:32]
     reason = one_line(item.reason)
     headers.update(
         {
             "Club-Original-Subject": item.msg.subject,
             "Club-Original-Stream-Seq": str(item.stream_seq),
-            "Club-Original-Msg-Id": headers.get("Nats-Msg-Id", ""),
+            "Club-Original-Msg-Id": original.get("Nats-Msg-Id", ""),
             "Club-Delivery-Count": str(meta.num_delivered),
             "Club-Reason": reason,
             "Club-Owner": one_line(owner),

@@ -133,14 +133,18 @@ def test_every_malformed_body_is_dead_lettered_and_the_next_event_applied(
         sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
         for hostile in bodies.values():
             await publish(js, hostile)
+        # JetStream obeys this header: copied onto the DLQ publish, it would fail.
+        expects = {"Nats-Msg-Id": str(uuid4()), "Nats-Expected-Stream": EVENTS_STREAM}
+        await js.publish(LESSON_SUBJECT, b"{}", headers=expects)
         await publish(js, encoded(lesson_body(good_lesson, title="After")))
         outcomes = await settle(runner_for(name, js, container), sub, js)
         return outcomes, await dead_letters(js, name)
 
     outcomes, dlq = run(with_js(nats_url, body))
     assert sum(o.applied for o in outcomes) == 1
-    assert len(dlq) == len(bodies)  # each one, none lost, none twice
-    assert sorted(bytes(m.data or b"") for m in dlq) == sorted(bodies.values())
+    assert len(dlq) == len(bodies) + 1  # each one, none lost, none twice
+    expected = [*bodies.values(), b"{}"]
+    assert sorted(bytes(m.data or b"") for m in dlq) == sorted(expected)
     for msg in dlq:
         reason = msg.headers["Club-Reason"]
         assert reason.startswith(("malformed:", "unknown-schema:")), reason
