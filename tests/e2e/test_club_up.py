@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from uuid import uuid4
@@ -19,9 +21,14 @@ from tests.stack import club_env, eventually, wait_ready
 
 
 @contextmanager
-def club_up(data_dir: Path, port: int) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    env = club_env("", "", CLUB_DATA_DIR=str(data_dir), CLUB_HTTP_PORT=str(port))
-    del env["CLUB_DATABASE_URL"], env["CLUB_NATS_URL"]  # nothing runs: embed
+def club_up(
+    data_dir: Path, port: int, **env: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`env` may name CLUB_DATABASE_URL or CLUB_NATS_URL; unnamed ones are embedded."""
+    env = club_env("", "", CLUB_DATA_DIR=str(data_dir), CLUB_HTTP_PORT=str(port)) | env
+    for name in ("CLUB_DATABASE_URL", "CLUB_NATS_URL"):
+        if not env[name]:
+            del env[name]  # nothing runs: embed
     log = (data_dir.parent / "up.log").open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "entrypoints.cli", "up"], env=env, stdout=log, stderr=log
@@ -35,6 +42,10 @@ def club_up(data_dir: Path, port: int) -> Iterator[tuple[str, subprocess.Popen[b
             proc.kill()
 
 
+def up_log(data_dir: Path) -> str:
+    return (data_dir.parent / "up.log").read_text(errors="replace")
+
+
 def ctrl_c(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
     """Interrupt the supervisor as a terminal would; returns what it had started."""
     tree = psutil.Process(proc.pid).children(recursive=True)
@@ -43,30 +54,60 @@ def ctrl_c(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
     return tree
 
 
+def started(proc: subprocess.Popen[bytes], match: Callable[[list[str]], bool]) -> int:
+    """The pid of the supervisor's child whose command line matches (waits for it)."""
+
+    def find() -> int | None:
+        for child in psutil.Process(proc.pid).children():
+            try:
+                if match(child.cmdline()):
+                    return int(child.pid)
+            except psutil.NoSuchProcess:
+                continue
+        return None
+
+    return int(eventually(find, timeout=30))
+
+
+def answered(method: str, url: str, **kw: object) -> httpx.Response:
+    """As a client does: a 503 (a server just restarted) is tried again."""
+    for _ in range(10):
+        response = httpx.request(method, url, timeout=10, **kw)  # type: ignore[arg-type]
+        if response.status_code != 503:
+            return response
+        time.sleep(float(response.headers.get("Retry-After", "1")))
+    return response
+
+
+def enroll_one(api: str) -> str:
+    student, key = f"s-{uuid4().hex[:8]}", str(uuid4())
+    profile = {"email": "a@b.org", "name": "Ann"}
+    assert answered("PUT", f"{api}/students/{student}", json=profile).is_success
+    lesson_id = answered(
+        "POST",
+        f"{api}/lessons",
+        json={"title": "Yoga", "capacity": 4, "starts_at": "2026-12-01T10:00:00Z"},
+    ).json()["lesson_id"]
+    enrolled = answered(
+        "POST",
+        f"{api}/lessons/{lesson_id}/enrollments",
+        json={"student_id": student},
+        headers={"Idempotency-Key": key},
+    )
+    assert enrolled.status_code == 201
+    return str(lesson_id)
+
+
+def confirmed(api: str) -> int:
+    return int(httpx.get(f"{api}/statistics").json()["totals"]["enrollments_confirmed"])
+
+
 def test_club_up_serves_stops_cleanly_and_keeps_its_data() -> None:
     data_dir = scratch_dir("club-up-") / "data"
     port = free_port()
-    student, key = f"s-{uuid4().hex[:8]}", str(uuid4())
     with club_up(data_dir, port) as (api, proc):
-        assert httpx.put(
-            f"{api}/students/{student}", json={"email": "a@b.org", "name": "Ann"}
-        ).is_success
-        lesson_id = httpx.post(
-            f"{api}/lessons",
-            json={"title": "Yoga", "capacity": 4, "starts_at": "2026-12-01T10:00:00Z"},
-        ).json()["lesson_id"]
-        enrolled = httpx.post(
-            f"{api}/lessons/{lesson_id}/enrollments",
-            json={"student_id": student},
-            headers={"Idempotency-Key": key},
-        )
-        assert enrolled.status_code == 201
-        eventually(
-            lambda: (
-                httpx.get(f"{api}/statistics").json()["totals"]["enrollments_confirmed"]
-                == 1
-            )
-        )
+        lesson_id = enroll_one(api)
+        eventually(lambda: confirmed(api) == 1)
         started = ctrl_c(proc)
     assert len(started) >= 5  # postgres, nats-server, api, relay, projector
     _, alive = psutil.wait_procs(started, timeout=5)
@@ -77,3 +118,62 @@ def test_club_up_serves_stops_cleanly_and_keeps_its_data() -> None:
         stats = httpx.get(f"{api}/statistics").json()
         assert stats["totals"]["enrollments_confirmed"] == 1
         ctrl_c(proc)
+
+
+def test_a_killed_embedded_server_is_restarted_under_club_up() -> None:
+    """Issue #9, 8b: SIGKILL the embedded PostgreSQL, then NATS; Club serves again."""
+    data_dir = scratch_dir("club-up-kill-") / "data"
+    with club_up(data_dir, free_port()) as (api, proc):
+        enroll_one(api)
+        eventually(lambda: confirmed(api) == 1)
+        postgres = started(proc, lambda argv: "-D" in argv and "postgres" in argv[0])
+        psutil.Process(postgres).kill()
+        eventually(lambda: "embedded PostgreSQL exited (-9)" in up_log(data_dir))
+        wait_ready(api, timeout=60)
+        enroll_one(api)
+        eventually(lambda: confirmed(api) == 2, timeout=60)
+
+        nats = started(proc, lambda argv: argv[0].endswith("nats-server"))
+        psutil.Process(nats).kill()
+        eventually(lambda: "embedded NATS exited (-9)" in up_log(data_dir))
+        wait_ready(api, timeout=60)
+        enroll_one(api)
+        eventually(lambda: confirmed(api) == 3, timeout=60)
+        ctrl_c(proc)
+    assert "is back" in up_log(data_dir)
+
+
+def test_ctrl_c_ends_a_restart_pause_at_once() -> None:
+    """A role that keeps crashing waits longer each time; a stop does not wait."""
+    data_dir = scratch_dir("club-up-pause-") / "data"
+    with club_up(data_dir, free_port()) as (_, proc):
+        for crash in range(5):  # pauses of 0.5, 1, 2, 4, then 8 s
+            relay = started(proc, lambda argv: argv[-1] == "relay")
+            psutil.Process(relay).kill()
+            eventually(lambda n=crash: up_log(data_dir).count("relay exited") > n)
+        assert "restarting in 8.0s" in up_log(data_dir)
+        asked = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        assert time.monotonic() - asked < 4  # not 8 s of pause, then a start
+
+
+def test_club_up_never_prints_a_password(database_url: str) -> None:
+    """Issue #9, 5: the banner, the roles' logs and the supervisor's own lines."""
+    data_dir = scratch_dir("club-up-secret-") / "data"
+    with_password = database_url.replace("postgres@", "postgres:hunter2-db@", 1)
+    assert "hunter2-db" in with_password  # trust auth ignores it; a leak would show it
+    with club_up(data_dir, free_port(), CLUB_DATABASE_URL=with_password) as (api, proc):
+        enroll_one(api)
+        eventually(lambda: confirmed(api) == 1)
+        relay = started(proc, lambda argv: argv[-1] == "relay")
+        psutil.Process(relay).kill()  # a restart line too
+        eventually(lambda: "relay exited" in up_log(data_dir))
+        ctrl_c(proc)
+    printed = up_log(data_dir)
+    assert "postgres:***@" in printed
+    assert "hunter2-db" not in printed
+    nats_passwords = json.loads((data_dir / "nats/credentials.json").read_text())
+    assert nats_passwords.keys() >= {"admin", "api", "relay"}
+    for password in nats_passwords.values():
+        assert password not in printed
