@@ -20,7 +20,7 @@ import sqlalchemy.exc
 
 from application.errors import ContentionError
 
-TRANSIENT: tuple[type[BaseException], ...] = (
+TRANSIENT: tuple[type[Exception], ...] = (
     OSError,  # includes TimeoutError and connection resets
     # Lost or broken connections, lock and statement timeouts, serialization
     # failures and deadlocks, the pool's timeouts (psycopg_pool's are subclasses).
