@@ -91,3 +91,18 @@ def test_the_url_checks_accept_what_the_drivers_accept() -> None:
 )
 def test_masked_hides_every_password_and_token(url: str, shown: str) -> None:
     assert masked(url) == shown
+
+
+def test_a_roles_log_masks_a_url_an_error_quotes() -> None:
+    """Every `club` process logs through the masking processor that main() installs."""
+    code = (
+        "import structlog, entrypoints.cli as cli; cli._mask_passwords_in_logs(); "
+        "structlog.get_logger().warning('role.waiting_for_nats', "
+        "error='nats://relay:hunter2@n1:4222 refused')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    logged = out.stdout + out.stderr
+    assert "nats://relay:***@n1:4222 refused" in logged
+    assert "hunter2" not in logged
