@@ -69,8 +69,13 @@ def defined_names(path: Path) -> frozenset[str]:
 def _names_of(statement: ast.stmt) -> list[str]:
     if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return [statement.name]
-    if isinstance(statement, ast.Assign):
-        return [t.id for t in statement.targets if isinstance(t, ast.Name)]
+    if isinstance(statement, ast.Assign):  # `A = …` and `A, B = …, …`
+        targets = [
+            element
+            for target in statement.targets
+            for element in (target.elts if isinstance(target, ast.Tuple) else [target])
+        ]
+        return [t.id for t in targets if isinstance(t, ast.Name)]
     if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
         return [statement.target.id]
     return []
