@@ -18,6 +18,8 @@ POINTS = frozenset(
         "relay.after_puback",  # every PubAck in, position not saved
         "consumer.after_receive",  # batch fetched, nothing committed
         "consumer.after_commit",  # inbox + effect committed, not acked
+        "worker.after_accept",  # the provider accepted; `sent` not yet committed
+        "worker.after_commit",  # `sent` committed, not acked
     }
 )
 

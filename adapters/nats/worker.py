@@ -1,0 +1,180 @@
+"""A job worker: one durable JetStream consumer, a bounded pool, ack after the outcome.
+
+Several worker processes share the durable consumer; JetStream hands each message
+to one of them. Inside a process, `concurrency` tasks each hold at most one message,
+so a work class never takes more than its share of the machine (urgent notifications
+and heavy exports run as separate workers with separate pools). The job itself is a
+use case (`handle`) that records its own state; this loop only turns its outcome
+into the broker's verbs:
+
+- `Done`: ack (after the state committed; a crash before the ack redelivers it,
+  and the recorded state recognises it);
+- `Retry(delay)`: NAK with that delay (exponential, jittered, capped, bounded by
+  the use case's attempt limit; a provider's Retry-After is obeyed);
+- `GiveUp(reason)`: copy to `CLUB_DLQ` with the reason and the owner, then terminate;
+- a message that cannot be read: dead-lettered at once (permanent);
+- our own database unreachable: NAK with a backoff delay (transient), never a DLQ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import structlog
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from adapters.crash import crash_point
+from adapters.nats.dead_letters import Unreadable, dead_letter
+from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM
+from adapters.reasons import describe
+from adapters.transient import TRANSIENT, Backoff
+from application.contracts.envelope import Envelope
+from application.notifications import Done, GiveUp, Outcome, Retry
+
+log = structlog.get_logger()
+
+REPLAY_HEADER = "Club-Replay"  # set by `club dlq replay` on what it hands back
+
+# A job for one message: its outcome, or None when the message asks for no work.
+Job = Callable[[Envelope, bool], Awaitable[Outcome | None]]
+
+
+async def ensure_worker_consumer(
+    js: JetStreamContext,
+    durable: str,
+    filter_subject: str,
+    *,
+    ack_wait: float = ACK_WAIT_S,
+    max_ack_pending: int = 1_000,
+) -> None:
+    """A durable pull consumer over the events a work class needs."""
+    config = ConsumerConfig(
+        durable_name=durable,
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        filter_subject=filter_subject,
+        ack_wait=ack_wait,
+        max_ack_pending=max_ack_pending,
+    )
+    await js.add_consumer(EVENTS_STREAM, config)
+
+
+class RateLimit:
+    """At most `per_second` starts per second (a token bucket of one second's
+    worth), so a worker paces itself under the provider's known limit instead of
+    collecting 429s."""
+
+    def __init__(self, per_second: float) -> None:
+        self._interval = 1.0 / per_second
+        self._next = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self._lock:
+            now = time.monotonic()
+            self._next = max(self._next, now)
+            delay = self._next - now
+            self._next += self._interval
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class Worker:
+    def __init__(
+        self,
+        *,
+        name: str,
+        js: JetStreamContext,
+        job: Job,
+        owner: Callable[[], str],
+        concurrency: int = 8,
+        rate: RateLimit | None = None,
+        fetch_timeout: float = 1.0,
+    ) -> None:
+        self.name = name
+        self._js = js
+        self._job = job
+        self._owner = owner
+        self._concurrency = concurrency
+        self._rate = rate
+        self._fetch_timeout = fetch_timeout
+
+    async def run(self, stop: asyncio.Event) -> None:
+        sub = await self._js.pull_subscribe_bind(
+            durable=self.name, stream=EVENTS_STREAM
+        )
+        slots = [
+            asyncio.create_task(self._slot(sub, stop)) for _ in range(self._concurrency)
+        ]
+        try:
+            await asyncio.gather(*slots)
+        finally:
+            for slot in slots:
+                slot.cancel()
+
+    async def _slot(
+        self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event
+    ) -> None:
+        backoff = Backoff()
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(1, timeout=self._fetch_timeout)
+            except (NatsTimeoutError, TimeoutError):
+                continue
+            except TRANSIENT as e:  # the broker restarts: wait it out
+                log.warning("worker.fetch_failed", worker=self.name, error=repr(e))
+                await backoff.wait()
+                continue
+            backoff.reset()
+            for msg in msgs:
+                await self.handle(msg)
+
+    async def handle(self, msg: Msg) -> None:
+        seq = msg.metadata.sequence.stream
+        try:
+            envelope = Envelope.from_json(msg.subject, msg.data)
+        except ValueError as e:
+            await self._give_up(msg, seq, f"malformed: {e}")
+            return
+        replayed = (msg.headers or {}).get(REPLAY_HEADER) is not None
+        if self._rate is not None:
+            await self._rate.wait()
+        try:
+            outcome = await self._job(envelope, replayed)
+        except TRANSIENT as e:  # our database: nothing decided, try again later
+            delay = Backoff().next_delay()
+            log.warning("worker.retry", worker=self.name, error=describe(e))
+            await _quietly(msg.nak(delay=delay))
+            return
+        except ValueError as e:  # unreadable data or an unknown schema: permanent
+            await self._give_up(msg, seq, f"unreadable: {e}")
+            return
+        match outcome:
+            case None | Done():
+                crash_point("worker.after_commit")  # state committed, not acked
+                await _quietly(msg.ack())
+            case Retry(delay=delay, reason=reason):
+                log.info(
+                    "worker.retry_later", worker=self.name, delay=delay, reason=reason
+                )
+                await _quietly(msg.nak(delay=delay))
+            case GiveUp(reason=reason):
+                await self._give_up(msg, seq, reason)
+
+    async def _give_up(self, msg: Msg, seq: int, reason: str) -> None:
+        owner = await asyncio.to_thread(self._owner)
+        await dead_letter(self._js, self.name, Unreadable(msg, seq, reason), owner)
+
+
+async def _quietly(verb: Awaitable[None]) -> None:
+    """An ack or NAK lost with the connection: the broker redelivers after ack_wait,
+    and the recorded state recognises the message."""
+    try:
+        await verb
+    except TRANSIENT as e:
+        log.warning("worker.ack_lost", error=repr(e))

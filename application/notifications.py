@@ -1,0 +1,265 @@
+"""Notify a student once: the confirmation (or cancellation) e-mail as a job.
+
+Sending never decides whether an enrollment succeeded; it happens afterwards, driven
+by the published event, and every step leaves a recorded state behind it:
+
+    pending -> sending -> sent
+                       -> unknown  (the request left, no answer came)
+                       -> failed   (refused for now; a retry is scheduled)
+                       -> dead-lettered (refused for good, or out of attempts)
+
+`sending` is committed *before* the provider is called, so a worker killed between
+the call and the next commit leaves a row that says "the outcome is not known": the
+next delivery looks the key up at the provider before it sends (never a blind
+resend), and the provider's idempotency key — derived from the event id — makes a
+resend of an accepted message a no-op anyway. The recipient's address is read from
+the profile at send time (docs/decisions: the recipient policy).
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+import attrs
+
+from application.contracts.envelope import Envelope
+from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
+from application.contracts.mapping import decode
+from application.email import (
+    DeliveryStatus,
+    EmailProvider,
+    OutcomeUnknownError,
+    OutgoingEmail,
+    PermanentSendError,
+    TransientSendError,
+)
+from application.ports import StudentDirectory
+
+
+class State(enum.StrEnum):
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    UNKNOWN = "unknown"
+    FAILED = "failed"
+    DEAD_LETTERED = "dead-lettered"
+
+
+class Kind(enum.StrEnum):
+    CONFIRMATION = "confirmation"
+    CANCELLATION = "cancellation"
+
+
+@attrs.frozen(kw_only=True)
+class NotificationRequest:
+    """What an event asks for: ids only (events carry no addresses or names)."""
+
+    event_id: UUID
+    kind: Kind
+    enrollment_id: UUID
+    lesson_id: UUID
+    student_id: str
+    replayed: bool = False  # an operator replayed it from the DLQ: try afresh
+
+
+@attrs.frozen(kw_only=True)
+class Notification:
+    event_id: UUID
+    kind: Kind
+    enrollment_id: UUID
+    state: State
+    attempts: int = 0
+    last_error: str | None = None
+    sent_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class LessonFacts:
+    title: str
+    starts_at: datetime
+
+
+class NotificationStore(Protocol):
+    def open(self, request: NotificationRequest) -> Notification:
+        """The notification's row, created `pending` on first sight."""
+        ...
+
+    def mark(
+        self,
+        event_id: UUID,
+        state: State,
+        *,
+        attempts: int | None = None,
+        error: str | None = None,
+        provider_id: str | None = None,
+    ) -> None:
+        """Record a state (committed when this returns); `sent` stamps `sent_at`."""
+        ...
+
+
+@attrs.frozen
+class Done:
+    """Nothing left to do: ack."""
+
+
+@attrs.frozen
+class Retry:
+    """Try again after `delay` seconds: NAK with that delay."""
+
+    delay: float
+    reason: str
+
+
+@attrs.frozen
+class GiveUp:
+    """Dead-letter it with this reason; the owner decides what happens next."""
+
+    reason: str
+
+
+Outcome = Done | Retry | GiveUp
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, capped, for a bounded number of tries."""
+
+    max_attempts: int = 10
+    first_delay: float = 1.0
+    max_delay: float = 60.0
+    unknown_delay: float = 1.0  # before looking an unknown outcome up
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        ceiling = min(self.max_delay, self.first_delay * 2 ** max(attempt - 1, 0))
+        drawn = random.uniform(0, ceiling)  # noqa: S311 - jitter, not secrecy
+        return max(drawn, retry_after or 0.0)
+
+
+def request_for(
+    envelope: Envelope, *, replayed: bool = False
+) -> NotificationRequest | None:
+    """The notification an event asks for, or None (it asks for none). Raises what
+    `decode` raises for an unreadable event."""
+    event = decode(envelope)
+    if isinstance(event, EnrollmentConfirmedV2):
+        kind = Kind.CONFIRMATION
+    elif isinstance(event, EnrollmentCancelledV1):
+        kind = Kind.CANCELLATION
+    else:
+        return None
+    return NotificationRequest(
+        event_id=envelope.event_id,
+        kind=kind,
+        enrollment_id=event.enrollment_id,
+        lesson_id=event.lesson_id,
+        student_id=event.student_id,
+        replayed=replayed,
+    )
+
+
+def provider_key(event_id: UUID) -> str:
+    """The same notification always names the same message at the provider."""
+    return f"club-notification-{event_id}"
+
+
+def compose(
+    request: NotificationRequest, lesson: LessonFacts, to: str, name: str
+) -> OutgoingEmail:
+    when = lesson.starts_at.strftime("%Y-%m-%d %H:%M %Z")
+    if request.kind is Kind.CONFIRMATION:
+        subject = f"You are enrolled: {lesson.title}"
+        body = f"Hello {name},\n\nyour seat in {lesson.title} on {when} is saved."
+    else:
+        subject = f"Enrollment cancelled: {lesson.title}"
+        body = (
+            f"Hello {name},\n\nyour enrollment in {lesson.title} on {when} "
+            "is cancelled."
+        )
+    return OutgoingEmail(to=to, subject=_one_line(subject), body=body)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Notifier:
+    """Decides and records each step; the worker turns the outcome into ack/NAK/DLQ."""
+
+    def __init__(
+        self,
+        *,
+        store: NotificationStore,
+        provider: EmailProvider,
+        students: StudentDirectory,
+        lessons: Callable[[UUID], LessonFacts],
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self._store = store
+        self._provider = provider
+        self._students = students
+        self._lessons = lessons
+        self._policy = policy or RetryPolicy()
+
+    def handle(self, request: NotificationRequest) -> Outcome:
+        found = self._store.open(request)
+        if found.state is State.SENT:
+            return Done()  # a redelivery after the commit, before the ack
+        if found.state is State.DEAD_LETTERED and not request.replayed:
+            return GiveUp(found.last_error or "dead-lettered before")
+        attempts = 0 if request.replayed else found.attempts
+        if found.state in (State.SENDING, State.UNKNOWN):
+            settled = self._reconcile(request.event_id)
+            if settled is not None:
+                return settled
+        return self._send(request, attempts + 1)
+
+    def _reconcile(self, event_id: UUID) -> Outcome | None:
+        """An earlier attempt may have been accepted: ask before sending again.
+        None: the provider holds nothing under the key, so sending is safe."""
+        try:
+            status = self._provider.status(provider_key(event_id))
+        except TransientSendError as error:
+            self._store.mark(event_id, State.UNKNOWN, error=str(error))
+            return Retry(self._policy.delay(1, error.retry_after), str(error))
+        if status is DeliveryStatus.ACCEPTED:
+            self._store.mark(event_id, State.SENT)
+            return Done()
+        if status is DeliveryStatus.UNKNOWN:  # no lookup (SMTP): a person decides
+            reason = "outcome unknown and the provider offers no status lookup"
+            self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
+            return GiveUp(reason)
+        return None
+
+    def _send(self, request: NotificationRequest, attempt: int) -> Outcome:
+        event_id = request.event_id
+        profile = self._students.get(request.student_id)
+        if profile is None:
+            reason = f"student {request.student_id} has no profile to write to"
+            self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
+            return GiveUp(reason)
+        message = compose(
+            request, self._lessons(request.lesson_id), profile.email, profile.name
+        )
+        self._store.mark(event_id, State.SENDING, attempts=attempt)
+        try:
+            result = self._provider.send(message, provider_key(event_id))
+        except PermanentSendError as error:
+            self._store.mark(event_id, State.DEAD_LETTERED, error=str(error))
+            return GiveUp(f"permanent: {error}")
+        except TransientSendError as error:
+            if attempt >= self._policy.max_attempts:
+                reason = f"gave up after {attempt} attempts: {error}"
+                self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
+                return GiveUp(reason)
+            self._store.mark(event_id, State.FAILED, error=str(error))
+            return Retry(self._policy.delay(attempt, error.retry_after), str(error))
+        except OutcomeUnknownError as error:
+            self._store.mark(event_id, State.UNKNOWN, error=str(error))
+            return Retry(self._policy.unknown_delay, str(error))
+        self._store.mark(event_id, State.SENT, provider_id=result.provider_id)
+        return Done()

@@ -1,0 +1,233 @@
+"""The notification job's decisions, step by step, on in-memory ports.
+
+The provider here is a scripted stand-in for the port (the sandbox service is what
+the integration and fault tests use); each test scripts what the provider does and
+checks what the job decided and recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from uuid import UUID, uuid4
+
+import pytest
+
+from adapters.memory.notifications import InMemoryNotificationStore
+from adapters.memory.students import InMemoryStudentDirectory
+from application.email import (
+    DeliveryStatus,
+    OutcomeUnknownError,
+    OutgoingEmail,
+    PermanentSendError,
+    SendResult,
+    TransientSendError,
+)
+from application.notifications import (
+    Done,
+    GiveUp,
+    Kind,
+    LessonFacts,
+    NotificationRequest,
+    Notifier,
+    Retry,
+    RetryPolicy,
+    State,
+    provider_key,
+)
+from domain.student import StudentProfile
+
+
+class ScriptedProvider:
+    """Accepts by default; `script` pops one behaviour per send."""
+
+    def __init__(self) -> None:
+        self.accepted: dict[str, OutgoingEmail] = {}
+        self.sends = 0
+        self.script: list[Callable[[str, OutgoingEmail], None]] = []
+        self.lookup: DeliveryStatus | None = None
+
+    def send(self, message: OutgoingEmail, idempotency_key: str) -> SendResult:
+        self.sends += 1
+        if self.script:
+            self.script.pop(0)(idempotency_key, message)
+        self.accepted.setdefault(idempotency_key, message)
+        return SendResult(provider_id=f"m-{len(self.accepted)}")
+
+    def status(self, idempotency_key: str) -> DeliveryStatus:
+        if self.lookup is not None:
+            return self.lookup
+        if idempotency_key in self.accepted:
+            return DeliveryStatus.ACCEPTED
+        return DeliveryStatus.NOT_FOUND
+
+
+def fail(error: Exception) -> Callable[[str, OutgoingEmail], None]:
+    def raise_it(_key: str, _message: OutgoingEmail) -> None:
+        raise error
+
+    return raise_it
+
+
+def accept_then_lose_reply(provider: ScriptedProvider):
+    def lose(key: str, message: OutgoingEmail) -> None:
+        provider.accepted[key] = message
+        raise OutcomeUnknownError("connection closed mid-response")
+
+    return lose
+
+
+@pytest.fixture
+def provider() -> ScriptedProvider:
+    return ScriptedProvider()
+
+
+@pytest.fixture
+def store() -> InMemoryNotificationStore:
+    return InMemoryNotificationStore()
+
+
+@pytest.fixture
+def notifier(provider, store) -> Notifier:
+    students = InMemoryStudentDirectory()
+    students.save(StudentProfile.create(student_id="ann", email="a@b.org", name="Ann"))
+    return Notifier(
+        store=store,
+        provider=provider,
+        students=students,
+        lessons=lambda _: LessonFacts(
+            title="Yoga", starts_at=datetime(2026, 12, 1, 10, tzinfo=UTC)
+        ),
+        policy=RetryPolicy(max_attempts=3, first_delay=1.0, max_delay=8.0),
+    )
+
+
+def request(student_id: str = "ann", **changes) -> NotificationRequest:
+    fields = {
+        "event_id": uuid4(),
+        "kind": Kind.CONFIRMATION,
+        "enrollment_id": uuid4(),
+        "lesson_id": uuid4(),
+        "student_id": student_id,
+    }
+    return NotificationRequest(**(fields | changes))
+
+
+def state(store: InMemoryNotificationStore, event_id: UUID) -> State:
+    return store.rows[event_id].state
+
+
+def test_a_notification_is_sent_once_and_recorded(notifier, provider, store) -> None:
+    asked = request()
+    assert notifier.handle(asked) == Done()
+    assert notifier.handle(asked) == Done()  # redelivered after the commit
+    assert provider.sends == 1
+    row = store.rows[asked.event_id]
+    assert row.state is State.SENT
+    assert row.sent_at is not None
+    [message] = provider.accepted.values()
+    assert message.to == "a@b.org"
+    assert "Yoga" in message.subject
+
+
+def test_a_transient_refusal_retries_later_obeying_retry_after(
+    notifier, provider, store
+) -> None:
+    asked = request()
+    provider.script = [fail(TransientSendError("429", retry_after=30.0))]
+    outcome = notifier.handle(asked)
+    assert isinstance(outcome, Retry)
+    assert outcome.delay >= 30.0
+    assert state(store, asked.event_id) is State.FAILED
+    assert notifier.handle(asked) == Done()
+    assert store.rows[asked.event_id].attempts == 2
+
+
+def test_transient_refusals_are_bounded_then_dead_lettered(
+    notifier, provider, store
+) -> None:
+    asked = request()
+    provider.script = [fail(TransientSendError("503"))] * 3
+    outcomes = [notifier.handle(asked) for _ in range(3)]
+    assert [type(o) for o in outcomes] == [Retry, Retry, GiveUp]
+    assert all(o.delay <= 8.0 for o in outcomes[:2])  # capped backoff
+    assert "gave up after 3 attempts" in outcomes[2].reason
+    assert state(store, asked.event_id) is State.DEAD_LETTERED
+    assert notifier.handle(asked) == GiveUp(store.rows[asked.event_id].last_error)
+
+
+def test_a_permanent_refusal_is_dead_lettered_at_once(
+    notifier, provider, store
+) -> None:
+    asked = request()
+    provider.script = [fail(PermanentSendError("400: address refused"))]
+    outcome = notifier.handle(asked)
+    assert isinstance(outcome, GiveUp)
+    assert "address refused" in outcome.reason
+    assert state(store, asked.event_id) is State.DEAD_LETTERED
+
+
+def test_an_unknown_outcome_is_looked_up_not_resent(notifier, provider, store) -> None:
+    asked = request()
+    provider.script = [accept_then_lose_reply(provider)]
+    assert isinstance(notifier.handle(asked), Retry)
+    assert state(store, asked.event_id) is State.UNKNOWN
+    assert notifier.handle(asked) == Done()  # the lookup says: accepted
+    assert provider.sends == 1
+    assert state(store, asked.event_id) is State.SENT
+
+
+def test_an_unknown_outcome_the_provider_never_saw_is_sent(
+    notifier, provider, store
+) -> None:
+    asked = request()
+    provider.script = [fail(OutcomeUnknownError("read timeout"))]
+    assert isinstance(notifier.handle(asked), Retry)
+    assert notifier.handle(asked) == Done()  # the lookup says: not found, so send
+    assert provider.sends == 2
+    assert len(provider.accepted) == 1
+
+
+def test_a_worker_killed_after_the_call_leaves_sending_and_is_reconciled(
+    notifier, provider, store
+) -> None:
+    asked = request()
+    notifier.handle(asked)
+    store.mark(asked.event_id, State.SENDING)  # as if killed before `sent` committed
+    assert notifier.handle(asked) == Done()
+    assert provider.sends == 1
+
+
+def test_without_a_status_lookup_an_unknown_outcome_goes_to_a_person(
+    notifier, provider, store
+) -> None:
+    asked = request()
+    provider.script = [fail(OutcomeUnknownError("SMTP connection dropped"))]
+    notifier.handle(asked)
+    provider.lookup = DeliveryStatus.UNKNOWN
+    outcome = notifier.handle(asked)
+    assert isinstance(outcome, GiveUp)
+    assert "no status lookup" in outcome.reason
+    assert provider.sends == 1  # never a blind resend
+
+
+def test_a_student_without_a_profile_is_dead_lettered(notifier, provider) -> None:
+    outcome = notifier.handle(request(student_id="nobody"))
+    assert isinstance(outcome, GiveUp)
+    assert "no profile" in outcome.reason
+    assert provider.sends == 0
+
+
+def test_a_replayed_dead_letter_is_tried_afresh_once(notifier, provider, store) -> None:
+    asked = request()
+    provider.script = [fail(PermanentSendError("400: mailbox full"))]
+    assert isinstance(notifier.handle(asked), GiveUp)
+    replay = request(
+        event_id=asked.event_id,
+        enrollment_id=asked.enrollment_id,
+        lesson_id=asked.lesson_id,
+        replayed=True,
+    )
+    assert notifier.handle(replay) == Done()
+    assert notifier.handle(replay) == Done()  # replaying twice sends nothing more
+    assert len(provider.accepted) == 1
+    assert provider_key(asked.event_id) in provider.accepted
