@@ -105,3 +105,22 @@ notifications = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
     sa.Column("sent_at", sa.DateTime(timezone=True)),
 )
+
+# Every `club dlq replay` (CLI or /ops): who, why, what, how many — an audit trail.
+dlq_replays = sa.Table(
+    "dlq_replays",
+    metadata,
+    sa.Column("replay_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("operator", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("consumer", sa.Text, nullable=False),
+    sa.Column("dry_run", sa.Boolean, nullable=False),
+    sa.Column("batch", sa.Integer, nullable=False),
+    sa.Column("rate_per_s", sa.Float, nullable=False),
+    sa.Column("matched", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("replayed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("dlq_seqs", JSONB, nullable=False, server_default="[]"),
+    sa.Column("outcome", sa.Text, nullable=False),  # running|finished|stopped|failed
+    sa.Column("started_at", sa.DateTime(timezone=True), server_default=now),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+)
