@@ -1,0 +1,123 @@
+"""The dead-letter queue as people use it: read the entries, hand them back.
+
+Each `CLUB_DLQ` entry is a copy of a message one consumer gave up on, with headers
+naming the consumer (its subject), where the message came from, why, how often it
+was delivered and who owns it. A replay hands an entry back to **the one consumer
+that failed it**: it is published to `club.replay.<consumer>.<rest of the original
+subject>` in the `CLUB_REPLAY` stream, which only that consumer's replay durable
+reads — so no other subscriber sees it again, and no duplicate window can swallow it
+(its message id names the DLQ entry, not the event). Once handed back, the entry is
+deleted from the DLQ: replaying again finds nothing to do, and a replay stopped
+half-way resumes with exactly the entries still there. If the consumer fails the
+message again, that is a new failure and a new entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import attrs
+from nats.js import JetStreamContext
+from nats.js.api import RawStreamMsg
+from nats.js.errors import NotFoundError
+
+from adapters.nats.streams import DLQ_STREAM, EVENTS_SUBJECTS
+
+REPLAY_STREAM = "CLUB_REPLAY"
+REPLAY_PREFIX = "club.replay"
+EVENTS_PREFIX = EVENTS_SUBJECTS.removesuffix(".>")
+REPLAY_HEADER = "Club-Replay"  # the DLQ entry it came from: consumers try afresh
+
+
+@attrs.frozen(kw_only=True)
+class DeadLetter:
+    dlq_seq: int
+    consumer: str
+    original_subject: str
+    original_seq: int | None
+    event_id: str
+    reason: str
+    owner: str
+    deliveries: int | None
+    first_failed_at: datetime | None  # when the original became due (stored)
+    last_failed_at: datetime  # when it was dead-lettered
+    data: bytes
+    headers: dict[str, str]
+
+    def age_seconds(self, now: datetime | None = None) -> float:
+        return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
+
+
+def replay_subject(consumer: str, original_subject: str) -> str:
+    rest = original_subject.removeprefix(f"{EVENTS_PREFIX}.")
+    return f"{REPLAY_PREFIX}.{consumer}.{rest}"
+
+
+def original_subject(subject: str, headers: dict[str, str] | None) -> str:
+    """Where a message (or its replayed copy) was first published."""
+    if subject.startswith(f"{REPLAY_PREFIX}."):
+        original = (headers or {}).get("Club-Original-Subject")
+        if original:
+            return original
+        _, _, consumer_and_rest = subject.partition(f"{REPLAY_PREFIX}.")
+        return f"{EVENTS_PREFIX}.{consumer_and_rest.partition('.')[2]}"
+    return subject
+
+
+async def dead_letters(
+    js: JetStreamContext, consumer: str | None = None
+) -> AsyncIterator[DeadLetter]:
+    """Every entry, oldest first (one consumer's, or all)."""
+    subject = f"club.dlq.{consumer}" if consumer else "club.dlq.>"
+    seq = 1
+    while True:
+        try:
+            raw = await js.get_msg(DLQ_STREAM, seq=seq, subject=subject, next=True)
+        except NotFoundError:
+            return
+        yield _entry(raw)
+        seq = (raw.seq or seq) + 1
+
+
+async def hand_back(js: JetStreamContext, entry: DeadLetter) -> None:
+    """Publish the entry to its consumer's replay subject, then delete it."""
+    headers = {
+        k: v for k, v in entry.headers.items() if not k.lower().startswith("nats-")
+    }
+    headers[REPLAY_HEADER] = str(entry.dlq_seq)
+    headers["Club-Original-Subject"] = entry.original_subject
+    headers["Nats-Msg-Id"] = f"replay:{entry.dlq_seq}"
+    await js.publish(
+        replay_subject(entry.consumer, entry.original_subject),
+        entry.data,
+        stream=REPLAY_STREAM,
+        headers=headers,
+    )
+    await js.delete_msg(DLQ_STREAM, entry.dlq_seq)
+
+
+def _entry(raw: RawStreamMsg) -> DeadLetter:
+    headers = {str(k): str(v) for k, v in (raw.headers or {}).items()}
+    stored = headers.get("Club-Original-Stored-At")
+    return DeadLetter(
+        dlq_seq=int(raw.seq or 0),
+        consumer=str(raw.subject or "").removeprefix("club.dlq."),
+        original_subject=headers.get("Club-Original-Subject", ""),
+        original_seq=_int(headers.get("Club-Original-Stream-Seq")),
+        event_id=headers.get("Club-Original-Msg-Id", ""),
+        reason=headers.get("Club-Reason", ""),
+        owner=headers.get("Club-Owner", ""),
+        deliveries=_int(headers.get("Club-Delivery-Count")),
+        first_failed_at=datetime.fromisoformat(stored) if stored else None,
+        last_failed_at=raw.time or datetime.now(UTC),
+        data=raw.data or b"",
+        headers=headers,
+    )
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None
