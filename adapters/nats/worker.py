@@ -30,6 +30,12 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from adapters.crash import crash_point
 from adapters.nats.dead_letters import Unreadable, dead_letter
+from adapters.nats.dlq import (
+    REPLAY_HEADER,
+    REPLAY_PREFIX,
+    REPLAY_STREAM,
+    original_subject,
+)
 from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
@@ -37,8 +43,6 @@ from application.contracts.envelope import Envelope
 from application.notifications import Done, GiveUp, Outcome, Retry
 
 log = structlog.get_logger()
-
-REPLAY_HEADER = "Club-Replay"  # set by `club dlq replay` on what it hands back
 
 # A job for one message: its outcome, or None when the message asks for no work.
 Job = Callable[[Envelope, bool], Awaitable[Outcome | None]]
@@ -52,16 +56,25 @@ async def ensure_worker_consumer(
     ack_wait: float = ACK_WAIT_S,
     max_ack_pending: int = 1_000,
 ) -> None:
-    """A durable pull consumer over the events a work class needs."""
-    config = ConsumerConfig(
-        durable_name=durable,
-        ack_policy=AckPolicy.EXPLICIT,
-        deliver_policy=DeliverPolicy.ALL,
-        filter_subject=filter_subject,
-        ack_wait=ack_wait,
-        max_ack_pending=max_ack_pending,
-    )
-    await js.add_consumer(EVENTS_STREAM, config)
+    """The durable pull consumer over the events a work class needs, and the one
+    over what `club dlq replay` hands back to it."""
+    for stream, name, subject in (
+        (EVENTS_STREAM, durable, filter_subject),
+        (REPLAY_STREAM, replay_durable(durable), f"{REPLAY_PREFIX}.{durable}.>"),
+    ):
+        config = ConsumerConfig(
+            durable_name=name,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            filter_subject=subject,
+            ack_wait=ack_wait,
+            max_ack_pending=max_ack_pending,
+        )
+        await js.add_consumer(stream, config)
+
+
+def replay_durable(durable: str) -> str:
+    return f"{durable}-replay"
 
 
 class RateLimit:
@@ -105,12 +118,18 @@ class Worker:
         self._fetch_timeout = fetch_timeout
 
     async def run(self, stop: asyncio.Event) -> None:
-        sub = await self._js.pull_subscribe_bind(
+        """`concurrency` slots on the live events, one on what a replay hands back."""
+        live = await self._js.pull_subscribe_bind(
             durable=self.name, stream=EVENTS_STREAM
         )
+        replayed = await self._js.pull_subscribe_bind(
+            durable=replay_durable(self.name), stream=REPLAY_STREAM
+        )
         slots = [
-            asyncio.create_task(self._slot(sub, stop)) for _ in range(self._concurrency)
+            asyncio.create_task(self._slot(live, stop))
+            for _ in range(self._concurrency)
         ]
+        slots.append(asyncio.create_task(self._slot(replayed, stop)))
         try:
             await asyncio.gather(*slots)
         finally:
@@ -136,8 +155,9 @@ class Worker:
 
     async def handle(self, msg: Msg) -> None:
         seq = msg.metadata.sequence.stream
+        subject = original_subject(msg.subject, msg.headers)
         try:
-            envelope = Envelope.from_json(msg.subject, msg.data)
+            envelope = Envelope.from_json(subject, msg.data)
         except ValueError as e:
             await self._give_up(msg, seq, f"malformed: {e}")
             return
