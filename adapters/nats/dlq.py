@@ -22,10 +22,14 @@ from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
 from nats.js.errors import NotFoundError
 
-from adapters.nats.streams import DLQ_STREAM, EVENTS_SUBJECTS
+from adapters.nats.streams import (
+    DLQ_STREAM,
+    EVENTS_SUBJECTS,
+    REPLAY_STREAM,
+    REPLAY_SUBJECTS,
+)
 
-REPLAY_STREAM = "CLUB_REPLAY"
-REPLAY_PREFIX = "club.replay"
+REPLAY_PREFIX = REPLAY_SUBJECTS.removesuffix(".>")
 EVENTS_PREFIX = EVENTS_SUBJECTS.removesuffix(".>")
 REPLAY_HEADER = "Club-Replay"  # the DLQ entry it came from: consumers try afresh
 

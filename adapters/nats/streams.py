@@ -25,6 +25,9 @@ EVENTS_STREAM = "CLUB_EVENTS"
 EVENTS_SUBJECTS = "club.events.>"
 DLQ_STREAM = "CLUB_DLQ"
 DLQ_SUBJECTS = "club.dlq.>"
+# What `club dlq replay` hands back, one subject per consumer (adapters/nats/dlq.py).
+REPLAY_STREAM = "CLUB_REPLAY"
+REPLAY_SUBJECTS = "club.replay.>"
 DUPLICATE_WINDOW_S = 120.0
 ACK_WAIT_S = 30.0
 
@@ -38,6 +41,12 @@ STREAMS = (
     StreamConfig(
         name=DLQ_STREAM,
         subjects=[DLQ_SUBJECTS],
+        storage=StorageType.FILE,
+        duplicate_window=DUPLICATE_WINDOW_S,
+    ),
+    StreamConfig(
+        name=REPLAY_STREAM,
+        subjects=[REPLAY_SUBJECTS],
         storage=StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW_S,
     ),
