@@ -128,6 +128,11 @@ def audit(stack) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def skipped_id(container) -> int:
+    [skipped] = list_skips(container.engine, "statistics")
+    return skipped.notification_id
+
+
 def test_a_poison_event_is_skipped_by_the_rebuild_and_dead_lettered_live(
     stack, container
 ) -> None:
@@ -142,7 +147,9 @@ def test_a_poison_event_is_skipped_by_the_rebuild_and_dead_lettered_live(
 
     assert result.returncode == 0, result.stderr
     assert "rebuild.skipped_poison_event" in result.stdout + result.stderr
+    assert f"club: skipped notification {skipped_id(container)}" in result.stdout
     [skipped] = list_skips(container.engine, "statistics")
+    assert skipped.event_id == event_id(poison, 1)
     assert skipped.reason.startswith("DataError: PostgreSQL text fields cannot")
     assert workload.error is None
     # Default retries: 1 + 2 + 4 + 8 s of NAK delays, then the dead letter.
