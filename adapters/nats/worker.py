@@ -30,13 +30,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from adapters.crash import crash_point
 from adapters.nats.dead_letters import Unreadable, dead_letter
-from adapters.nats.dlq import (
-    REPLAY_HEADER,
-    REPLAY_PREFIX,
-    REPLAY_STREAM,
-    original_subject,
-)
-from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM
+from adapters.nats.dlq import REPLAY_HEADER, REPLAY_PREFIX, original_subject
+from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, REPLAY_STREAM
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
