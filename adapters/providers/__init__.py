@@ -1,0 +1,1 @@
+"""Adapters of Club's external providers (e-mail: HTTP and SMTP)."""

@@ -1,0 +1,145 @@
+"""The e-mail provider port over SMTP (stdlib `smtplib`), one connection per send.
+
+SMTP has no idempotency key. The key becomes the `Message-ID`
+(`<{key}@club.invalid>`), so a duplicate is at least recognisable downstream: many
+mail stores and clients fold messages with one Message-ID. And SMTP has no status
+lookup: `status()` always answers `DeliveryStatus.UNKNOWN`, which tells the worker
+that reconciliation is impossible here and the choice (resend and risk a duplicate,
+or give up and risk a loss) is its policy, not this adapter's.
+
+Stages: a failure before DATA (connect, EHLO, MAIL, RCPT) means the server accepted
+nothing, so a disconnect there is transient; a reply code there is classified as
+RFC 5321 says (4yz transient, 5yz permanent: a refused address is permanent). A
+disconnect or timeout during DATA may come after the server committed the message:
+the outcome is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+import smtplib
+import ssl
+from email.message import EmailMessage
+from email.utils import formatdate
+
+from application.email import (
+    DeliveryStatus,
+    OutgoingEmail,
+    SendResult,
+    Stage,
+    check_key,
+    classify_smtp_reply,
+    classify_transport,
+)
+
+MESSAGE_ID_DOMAIN = "club.invalid"
+# RFC 5322 dot-atom text, the shape the left part of a Message-ID must have.
+ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+DOT_ATOM = re.compile(rf"{ATOM}(\.{ATOM})*")
+OK = 250
+WILL_FORWARD = 251
+
+
+def message_id(idempotency_key: str) -> str:
+    if not DOT_ATOM.fullmatch(check_key(idempotency_key)):
+        raise ValueError("an SMTP idempotency key must be a dot-atom (e.g. a UUID)")
+    return f"<{idempotency_key}@{MESSAGE_ID_DOMAIN}>"
+
+
+class SmtpEmailProvider:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        sender: str,
+        timeout_s: float = 10.0,
+        starttls: bool = False,
+        login: tuple[str, str] | None = None,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._sender = sender
+        self._timeout_s = timeout_s  # every socket operation, connect included
+        self._starttls = starttls
+        self._login = login
+
+    def send(self, message: OutgoingEmail, idempotency_key: str) -> SendResult:
+        mail = self._compose(message, idempotency_key)
+        try:
+            smtp = smtplib.SMTP(self._host, self._port, timeout=self._timeout_s)
+        except (OSError, smtplib.SMTPException) as error:
+            raise classify_transport(Stage.NOT_SENT, _describe(error)) from error
+        try:
+            self._envelope(smtp, message.to)
+            self._data(smtp, mail)
+        finally:
+            _quietly_quit(smtp)
+        return SendResult(provider_id=mail["Message-ID"])
+
+    def status(self, idempotency_key: str) -> DeliveryStatus:
+        """SMTP offers no lookup: always UNKNOWN (see the module docstring)."""
+        check_key(idempotency_key)
+        return DeliveryStatus.UNKNOWN
+
+    def _compose(self, message: OutgoingEmail, key: str) -> EmailMessage:
+        mail = EmailMessage()
+        mail["From"] = self._sender
+        mail["To"] = message.to
+        mail["Subject"] = message.subject
+        mail["Date"] = formatdate(localtime=False)
+        mail["Message-ID"] = message_id(key)
+        mail.set_content(message.body)
+        return mail
+
+    def _envelope(self, smtp: smtplib.SMTP, recipient: str) -> None:
+        """Up to RCPT: nothing is accepted yet, so a lost connection is transient."""
+        try:
+            smtp.ehlo_or_helo_if_needed()
+            if self._starttls:
+                smtp.starttls(context=ssl.create_default_context())
+                smtp.ehlo()
+            if self._login:
+                smtp.login(*self._login)
+            _expect(smtp.mail(self._sender), OK)
+            _expect(smtp.rcpt(recipient), OK, WILL_FORWARD)
+        except smtplib.SMTPResponseException as error:
+            raise _classified(error) from error
+        except UnicodeEncodeError as error:
+            # Without SMTPUTF8 an envelope address is ASCII: a refused address.
+            raise classify_smtp_reply(553, "the address is not ASCII") from error
+        except (OSError, smtplib.SMTPException) as error:
+            raise classify_transport(Stage.NOT_SENT, _describe(error)) from error
+
+    def _data(self, smtp: smtplib.SMTP, mail: EmailMessage) -> None:
+        """DATA: once the final dot left, the server may have committed it."""
+        try:
+            smtp.data(mail.as_bytes())
+        except smtplib.SMTPResponseException as error:
+            raise _classified(error) from error
+        except (OSError, smtplib.SMTPException) as error:
+            raise classify_transport(Stage.SENT, _describe(error)) from error
+
+
+def _expect(reply: tuple[int, bytes], *codes: int) -> None:
+    code, text = reply
+    if code not in codes:
+        raise smtplib.SMTPResponseException(code, text)
+
+
+def _quietly_quit(smtp: smtplib.SMTP) -> None:
+    # The outcome is already decided; a failing QUIT changes nothing.
+    try:
+        smtp.quit()
+    except (OSError, smtplib.SMTPException):
+        smtp.close()
+
+
+def _classified(error: smtplib.SMTPResponseException) -> Exception:
+    reply = error.smtp_error
+    text = reply.decode(errors="replace") if isinstance(reply, bytes) else str(reply)
+    return classify_smtp_reply(error.smtp_code, text)
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -1,0 +1,152 @@
+"""`club sandbox email`: an HTTP service that plays Club's e-mail provider.
+
+It honours an Idempotency-Key (the first result, across restarts), answers a status
+lookup by key, lists what it accepted, shows an HTML inbox at `/`, and misbehaves on
+request through its knobs. The knobs act on the provider's API (send and lookup),
+never on `/knobs`, `/` or `GET /messages`: a harness must always be able to undo them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from application.email import check_key
+from entrypoints.body_limit import BodyLimit
+from entrypoints.problems import install_error_handlers, problem
+from entrypoints.sandbox import inbox
+from entrypoints.sandbox.drop import DropMarkedResponses
+from entrypoints.sandbox.email_provider import EMAIL_KNOBS, EmailSandbox
+from entrypoints.sandbox.email_request import RefusedError, read_key, read_send
+from entrypoints.sandbox.knobs import (
+    KnobError,
+    add_knob_arguments,
+    knobs_from,
+)
+
+MAX_REQUEST_BYTES = 1024 * 1024
+LIST_LIMIT = 1000
+INBOX_LIMIT = 200
+
+
+def create_app(
+    data_dir: Path,
+    knobs: Mapping[str, object] | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> FastAPI:
+    """Raises `KnobError` for a bad knob, before anything listens."""
+    sandbox = EmailSandbox(data_dir, knobs or {}, clock)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        sandbox.store.close()
+
+    app = FastAPI(title="Club e-mail sandbox", lifespan=lifespan)
+    install_error_handlers(app)
+
+    @app.post("/messages", status_code=201)
+    async def send(request: Request) -> Response:
+        if refusal := await sandbox.refusal():
+            return refusal
+        try:
+            wanted = read_send(read_key(request.headers), await request.body())
+        except RefusedError as error:
+            return problem(error.status, error.slug, error.title, str(error))
+        return sandbox.send(request.scope, wanted)
+
+    @app.get("/messages/{key:path}")
+    async def status(key: str) -> Response:
+        if refusal := await sandbox.refusal():
+            return refusal
+        try:
+            check_key(key)
+        except ValueError as error:
+            return problem(400, "idempotency-key-invalid", "Key invalid", str(error))
+        message = sandbox.store.find(key)
+        if message is None:
+            return problem(404, "unknown-key", "Unknown key", "nothing accepted")
+        return JSONResponse(message.as_json())
+
+    @app.get("/messages")
+    async def listing(limit: str = str(LIST_LIMIT)) -> Response:
+        if not limit.isdigit() or not 1 <= int(limit) <= LIST_LIMIT:
+            return problem(
+                422, "invalid-limit", "Invalid limit", f"limit is 1-{LIST_LIMIT}"
+            )
+        newest = sandbox.store.newest(int(limit))
+        return JSONResponse(
+            {"total": sandbox.store.count(), "messages": [m.as_json() for m in newest]}
+        )
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page() -> Response:
+        html = inbox.render(sandbox.store.newest(INBOX_LIMIT), sandbox.store.count())
+        return HTMLResponse(html, headers=inbox.HEADERS)
+
+    @app.get("/knobs")
+    async def get_knobs() -> Response:
+        return JSONResponse(sandbox.knobs.values())
+
+    @app.put("/knobs")
+    async def put_knobs(request: Request) -> Response:
+        try:
+            changes = await request.json()
+        except (ValueError, RecursionError):
+            return problem(400, "malformed-json", "Malformed JSON", "send JSON")
+        if not isinstance(changes, dict):
+            return problem(422, "invalid-knobs", "Invalid knobs", "send an object")
+        try:
+            return JSONResponse(sandbox.knobs.update(changes))
+        except KnobError as error:
+            return problem(422, "invalid-knobs", "Invalid knobs", str(error))
+
+    @app.get("/healthz")
+    @app.get("/readyz")
+    async def healthz() -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return app
+
+
+def asgi_app(app: FastAPI) -> DropMarkedResponses:
+    """The app as served: the drop must be outermost, the body limit before parsing."""
+    return DropMarkedResponses(BodyLimit(app, MAX_REQUEST_BYTES))
+
+
+def run_email_sandbox(
+    host: str, port: int, data_dir: Path, knobs: Mapping[str, object]
+) -> None:
+    app = asgi_app(create_app(data_dir, knobs))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def parse_knob_args(argv: Sequence[str]) -> dict[str, object]:
+    """`--fail-rate 0.3 --down ...` as knobs; a bad one exits 2 naming the fix."""
+    parser = argparse.ArgumentParser(prog="club sandbox email")
+    add_knob_arguments(parser, EMAIL_KNOBS)
+    return knobs_from(parser.parse_args(argv), EMAIL_KNOBS)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m entrypoints.sandbox.email")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8025)
+    parser.add_argument("--data-dir", type=Path, default=Path(".club/sandbox-email"))
+    add_knob_arguments(parser, EMAIL_KNOBS)
+    args = parser.parse_args(argv)
+    run_email_sandbox(
+        args.host, args.port, args.data_dir, knobs_from(args, EMAIL_KNOBS)
+    )
+
+
+if __name__ == "__main__":
+    main()
