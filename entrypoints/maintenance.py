@@ -20,7 +20,7 @@ from rich.table import Table
 
 from adapters.nats.streams import connect
 from adapters.postgres.lease import RelayLease
-from adapters.postgres.rebuild import Rebuild
+from adapters.postgres.rebuild import Rebuild, RebuildSwitchError
 from entrypoints import bootstrap
 from entrypoints.audit import find_holes
 from entrypoints.settings import Settings
@@ -31,20 +31,22 @@ def relay_rewind(settings: Settings, args: argparse.Namespace) -> int:
     container = bootstrap.build(database_url, pool_size=1)
     try:
         newest = container.app.recorder.max_notification_id() or 0
-        if not 0 <= args.to <= newest:
+        if not 1 <= args.to <= newest:
             print(
-                f"club: --to must be from 0 to {newest}, the newest notification id",
+                f"club: --to must be from 1 to {newest}, the newest notification id",
                 file=sys.stderr,
             )
             return 2
         lease = RelayLease(container.engine, name="default", owner="cli", ttl=1)
         before = lease.position()
-        lease.rewind(args.to)
+        # The position is the last id published, so N itself is published again.
+        lease.rewind(args.to - 1)
     finally:
         container.close()
     print(
-        f"club: relay position moved from {before} to {args.to}; the running relay "
-        "was fenced and republishes from there. Consumers skip what they already have."
+        f"club: relay position moved from {before} to {args.to - 1}; the running relay "
+        f"was fenced and republishes from notification {args.to} on. Consumers skip "
+        "what they already have."
     )
     return 0
 
@@ -75,7 +77,7 @@ def audit(settings: Settings, _: argparse.Namespace) -> int:
     if found:
         print(
             "club: the broker lost these before they were consumed; republish with "
-            f"`club relay rewind --to {min(h.notification_id for h in found) - 1}`"
+            f"`club relay rewind --to {min(h.notification_id for h in found)}`"
         )
     return 1 if found else 0
 
@@ -110,10 +112,18 @@ def rebuild(settings: Settings, args: argparse.Namespace) -> int:
                 bar.update(task, completed=done, total=total, rate=rate)
 
             report = rebuild.run(progress)
+    except RebuildSwitchError as e:
+        print(f"club: {e}", file=sys.stderr)
+        return 1
     finally:
         container.close()
     print(
         f"club: {args.name} rebuilt from the event store: {report.events} events in "
         f"{report.seconds:.1f}s ({report.rate:,.0f} events/s); now serving"
     )
+    for skipped in report.skipped:  # also in the table rebuild_skips
+        print(
+            f"club: skipped notification {skipped.notification_id} "
+            f"(event {skipped.event_id}): {skipped.reason}"
+        )
     return 0
