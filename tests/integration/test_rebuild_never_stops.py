@@ -10,6 +10,7 @@ from uuid import UUID, uuid4
 
 import pytest
 import sqlalchemy as sa
+from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
 from adapters.postgres.rebuild import Rebuild, RebuildSwitchError
@@ -130,3 +131,22 @@ def test_a_switch_that_never_gets_its_locks_gives_up_with_a_clear_error(
         with pytest.raises(RebuildSwitchError, match="long transaction"):
             rebuild.run()
     assert confirmed(container, lesson) is None  # the live tables, untouched
+
+
+def test_a_stored_event_that_cannot_be_mapped_is_skipped_too(container) -> None:
+    """A stored state the mapper cannot read: skipped by notification id."""
+    app = container.app
+    corrupt = StoredEvent(
+        originator_id=uuid4(), originator_version=1,
+        topic=get_topic(Lesson.Scheduled), state=b"{not json",
+    )  # fmt: skip
+    app.recorder.insert_events([corrupt])
+    notification_id = app.recorder.max_notification_id()
+    after = lesson_with_enrollments(container, 1)
+
+    report = rebuild_of_statistics(container).run()
+
+    [skipped] = [s for s in report.skipped if s.notification_id == notification_id]
+    assert skipped.event_id is None
+    assert skipped in list_skips(container.engine, statistics.NAME)
+    assert confirmed(container, after) == 1
