@@ -96,8 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     relay = sub.add_parser("relay", help="outbox -> JetStream")
     relay.set_defaults(run=_relay)
     relay_sub = relay.add_subparsers(required=False, metavar="ACTION")
-    rewind = relay_sub.add_parser("rewind", help="republish from a notification id")
-    rewind.add_argument("--to", type=int, required=True, metavar="N")
+    rewind = relay_sub.add_parser(
+        "rewind", help="republish from notification id N on (N included)"
+    )
+    rewind.add_argument(
+        "--to",
+        type=int,
+        required=True,
+        metavar="N",
+        help="the first notification id to publish again (`club audit` names it)",
+    )
     rewind.set_defaults(run=maintenance.relay_rewind)
     sub.add_parser(
         "audit", help="events up to the relay position that a consumer never saw"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from uuid import uuid4
@@ -11,6 +12,7 @@ import httpx
 
 from adapters.nats.streams import EVENTS_STREAM, ensure_streams
 from adapters.postgres.lease import RelayLease
+from entrypoints.audit import published_up_to_position
 from tests.faults.facts import enroll, settled, setup_lesson
 from tests.faults.workload import confirmed_totals
 from tests.integration.helpers import with_js
@@ -56,10 +58,19 @@ def test_audit_finds_lost_events_and_rewind_restores_them(
     lost = club(stack, "audit")
     assert lost.returncode == 1
     assert "never saw: 4" in lost.stdout  # 2 enrollments x 2 consumers
-    assert "club relay rewind --to" in lost.stdout
+    suggested = re.search(r"club relay rewind --to (\d+)", lost.stdout)
+    assert suggested is not None, lost.stdout
+    first_lost = int(suggested[1])
+    # The first lost id itself, not the one before it:
+    lost_ids = [nid for nid, *_ in published_up_to_position(container)]
+    assert first_lost == min(nid for nid in lost_ids if nid > before_loss)
 
-    rewound = club(stack, "relay", "rewind", "--to", str(before_loss))
+    rewound = club(stack, "relay", "rewind", "--to", str(first_lost))
     assert rewound.returncode == 0, rewound.stderr
+    # The position is the last id published, so --to N publishes N itself again
+    # (the running relay may already have moved it on: read what the command did).
+    assert f"to {first_lost - 1}; " in rewound.stdout
+    assert f"republishes from notification {first_lost} on" in rewound.stdout
     stack.start("projector")
     stack.start("rosters")
     totals = eventually(
@@ -70,4 +81,5 @@ def test_audit_finds_lost_events_and_rewind_restores_them(
     assert healed.returncode == 0, healed.stdout
     bad = club(stack, "relay", "rewind", "--to", "-1")
     assert bad.returncode == 2
-    assert "--to must be from 0 to" in bad.stderr
+    assert "--to must be from 1 to" in bad.stderr
+    assert club(stack, "relay", "rewind", "--to", "0").returncode == 2
