@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+from uuid import UUID
 
 import attrs
 import sqlalchemy as sa
 from nats.js import JetStreamContext
 
 from adapters.nats.streams import connect, ensure_consumer, ensure_streams
+from adapters.nats.worker import Job, ensure_worker_consumer
 from adapters.postgres import tables
 from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.inbox import Apply
+from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.students import SqlStudentDirectory
 from application.club import ClubApplication
+from application.contracts.envelope import Envelope
+from application.email import EmailProvider
+from application.notifications import (
+    LessonFacts,
+    Notifier,
+    Outcome,
+    RetryPolicy,
+    request_for,
+)
 from projections import rosters, statistics
 
 MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time
@@ -85,6 +97,38 @@ async def migrate_broker(js: JetStreamContext) -> None:
     await ensure_streams(js)
     for name in PROJECTIONS:
         await ensure_consumer(js, name)
+    await ensure_worker_consumer(js, NOTIFICATIONS, NOTIFICATION_SUBJECTS)
+
+
+# The urgent work class: one notification per enrollment event.
+NOTIFICATIONS = "notifications"
+NOTIFICATION_SUBJECTS = "club.events.enrollment.>"
+
+
+def notification_job(
+    container: Container, provider: EmailProvider, policy: RetryPolicy | None = None
+) -> Job:
+    """The notifications worker's job: the event in, the recorded outcome out."""
+
+    def lesson_facts(lesson_id: UUID) -> LessonFacts:
+        lesson = container.app.get_lesson(lesson_id)
+        return LessonFacts(title=lesson.title, starts_at=lesson.starts_at)
+
+    notifier = Notifier(
+        store=SqlNotificationStore(container.engine),
+        provider=provider,
+        students=container.students,
+        lessons=lesson_facts,
+        policy=policy,
+    )
+
+    async def job(envelope: Envelope, replayed: bool) -> Outcome | None:
+        request = request_for(envelope, replayed=replayed)
+        if request is None:
+            return None  # an enrollment event that asks for no e-mail
+        return await asyncio.to_thread(notifier.handle, request)
+
+    return job
 
 
 def migrate(database_url: str, nats_url: str) -> None:

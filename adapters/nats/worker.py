@@ -13,7 +13,10 @@ into the broker's verbs:
   the use case's attempt limit; a provider's Retry-After is obeyed);
 - `GiveUp(reason)`: copy to `CLUB_DLQ` with the reason and the owner, then terminate;
 - a message that cannot be read: dead-lettered at once (permanent);
-- our own database unreachable: NAK with a backoff delay (transient), never a DLQ.
+- our own database unreachable: NAK with a backoff delay (transient), never a DLQ;
+- any other error (a bug this message meets): NAK with a growing delay, and after
+  `POISON_ATTEMPTS` deliveries dead-lettered with the error: never a worker that
+  exits, never a message retried for ever.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from application.contracts.envelope import Envelope
 from application.notifications import Done, GiveUp, Outcome, Retry
 
 log = structlog.get_logger()
+
+POISON_ATTEMPTS = 5  # deliveries of a message whose job fails with a bug
+POISON_DELAY_S = 1.0  # then doubled per delivery
 
 # A job for one message: its outcome, or None when the message asks for no work.
 Job = Callable[[Envelope, bool], Awaitable[Outcome | None]]
@@ -168,6 +174,14 @@ class Worker:
             return
         except ValueError as e:  # unreadable data or an unknown schema: permanent
             await self._give_up(msg, seq, f"unreadable: {e}")
+            return
+        except Exception as e:  # a bug met by this message: bounded, never a loop
+            log.exception("worker.job_failed", worker=self.name, stream_seq=seq)
+            delivered = msg.metadata.num_delivered or 1
+            if delivered >= POISON_ATTEMPTS:
+                await self._give_up(msg, seq, f"poison: {describe(e)}")
+            else:
+                await _quietly(msg.nak(delay=POISON_DELAY_S * 2 ** (delivered - 1)))
             return
         match outcome:
             case None | Done():

@@ -66,7 +66,9 @@ class SqlNotificationStore:
             values["sent_at"] = sa.func.now()
             crash_point("worker.after_accept")  # accepted; the state not yet saved
         with self._engine.begin() as conn:
-            conn.execute(sa.update(table).where(table.c.event_id == event_id), values)
+            conn.execute(
+                sa.update(table).where(table.c.event_id == event_id).values(**values)
+            )
 
     def for_enrollment(self, enrollment_id: UUID) -> Notification | None:
         """The latest notification about an enrollment (its cancellation, if any)."""
