@@ -61,7 +61,7 @@ def states(container) -> dict[str, int]:
                 notifications.c.state
             )
         )
-        return {state: count for state, count in rows.all()}
+        return dict(rows.all())
 
 
 async def work_until(js, container, provider, done, *, policy=FAST, seconds=60):
