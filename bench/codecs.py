@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID, uuid4
 
 import attrs
@@ -53,7 +53,6 @@ from application.contracts.events import (
     CurrentEvent,
     EnrollmentConfirmedV1,
     EnrollmentConfirmedV2,
-    LessonScheduledV1,
     PublishedEvent,
 )
 from application.contracts.mapping import PUBLISHED, decode, published_envelope
@@ -129,7 +128,7 @@ class Codec:
 
 
 def codecs() -> list[Codec]:
-    for cls in EVERY_VERSION:
+    for cls in (*EVERY_VERSION, AwareLessonScheduledV1):
         attrs.resolve_types(cls)
     converter = _cattrs_converter()
     return [
@@ -447,20 +446,37 @@ HOSTILE: dict[str, Data] = {
 }  # fmt: skip
 
 
+@attrs.frozen(kw_only=True)
+class AwareLessonScheduledV1:
+    """LessonScheduledV1 as msgspec would read it if adopted with one annotation:
+    `msgspec.Meta(tz=True)` refuses a time without an offset, as the contract asks."""
+
+    lesson_id: UUID
+    title: str
+    capacity: int
+    starts_at: Annotated[datetime, msgspec.Meta(tz=True)]
+    price_cents: int
+
+
 def hostile_outcomes(all_codecs: Sequence[Codec]) -> dict[str, dict[str, str]]:
     """How each codec answers bad data in a LessonScheduled v1 body: accepted (and
     as what), or refused with which exception (`decode` dead-letters the message)."""
+    readers: dict[str, Callable[[Data], Any]] = {
+        codec.name: codec.readers[("LessonScheduled", 1)] for codec in all_codecs
+    }
+    readers["msgspec, tz=True"] = functools.partial(
+        _structure_as, msgspec.convert, AwareLessonScheduledV1
+    )
     table: dict[str, dict[str, str]] = {}
     for case, data in HOSTILE.items():
         row = {}
-        for codec in all_codecs:
+        for name, read in readers.items():
             try:
-                event = codec.readers[("LessonScheduled", 1)](data)
+                event = read(data)
             except Exception as e:  # the point is to see which
-                row[codec.name] = f"refused ({type(e).__name__})"
+                row[name] = f"refused ({type(e).__name__})"
             else:
-                assert isinstance(event, LessonScheduledV1)
-                row[codec.name] = (
+                row[name] = (
                     f"accepted capacity={event.capacity!r} title={event.title!r} "
                     f"starts_at.tz={event.starts_at.tzname()}"
                 )
@@ -589,7 +605,7 @@ def _print(result: Data) -> None:
     for case, row in result["hostile"].items():
         print(f"  {case}:")
         for codec, outcome in row.items():
-            print(f"    {codec:13} {outcome}")
+            print(f"    {codec:17} {outcome}")
     print(f"\nwritten to {RESULTS}")
 
 
