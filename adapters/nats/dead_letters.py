@@ -7,14 +7,13 @@ it, so an operator can read, fix and replay it.
 
 from __future__ import annotations
 
-import hashlib
-
 import attrs
 import structlog
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from adapters.metrics import DEAD_LETTERS
+from adapters.nats.dlq import REPLAY_HEADER, original_subject
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.reasons import one_line
 
@@ -37,23 +36,27 @@ async def dead_letter(
 ) -> None:
     meta = item.msg.metadata
     original = dict(item.msg.headers or {})
+    replayed = REPLAY_HEADER in original  # keep where it first came from
     # JetStream acts on its own headers (Nats-Expected-Stream, Nats-Rollup, ...):
     # copied, a publisher's would make this copy fail on every redelivery.
     headers = {k: v for k, v in original.items() if not k.lower().startswith("nats-")}
-    digest = hashlib.sha256(item.msg.data).hexdigest()[:32]
     reason = one_line(item.reason)
     headers.update(
         {
-            "Club-Original-Subject": item.msg.subject,
-            "Club-Original-Stream-Seq": str(item.stream_seq),
-            "Club-Original-Msg-Id": original.get("Nats-Msg-Id", ""),
+            "Club-Original-Subject": original_subject(item.msg.subject, original),
             "Club-Delivery-Count": str(meta.num_delivered),
             "Club-Reason": reason,
             "Club-Owner": one_line(owner),
-            # The same body dead-lettered twice is one entry, not two.
-            "Nats-Msg-Id": f"{consumer}:{digest}",
+            # This delivery dead-lettered twice (a crash before the term) is one
+            # entry; the same event failing again after a replay is a new one.
+            "Nats-Msg-Id": f"{consumer}:{meta.stream}:{item.stream_seq}",
         }
     )
+    if not replayed:
+        headers["Club-Original-Stream-Seq"] = str(item.stream_seq)
+        headers["Club-Original-Msg-Id"] = original.get("Nats-Msg-Id", "")
+        if meta.timestamp is not None:
+            headers["Club-Original-Stored-At"] = meta.timestamp.isoformat()
     body = item.msg.data
     if len(body) + _headers_size(headers) > _max_payload(js):
         # A body near the broker's limit plus our headers would be refused (and
