@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Annotated, Any
 from uuid import UUID, uuid4
 
@@ -20,22 +21,46 @@ from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.ids import lesson_id_for
 from domain.lesson import Lesson
 from domain.student import StudentProfile, check_student_id
+from entrypoints.api_docs import ENROLLMENT_LINKS, LESSON_LINKS, merged, problems
 from entrypoints.body_limit import BodyLimit
 from entrypoints.bootstrap import Container
 from entrypoints.deadline import DEFAULT_DEADLINE_S, Deadline
-from entrypoints.idempotent import run_once
+from entrypoints.idempotent import MAX_KEY_LENGTH, run_once
 from entrypoints.problems import install_error_handlers, problem
 from entrypoints.schemas import (
     EnrollmentIn,
     EnrollmentOut,
     LessonIn,
     LessonOut,
+    RosterOut,
+    StatisticsOut,
+    StudentIdPath,
     StudentIn,
     StudentOut,
 )
 from projections import rosters, statistics
 
-IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
+_KEY_DOC = (
+    "Names this attempt: a retry with the same key and body gets the first answer."
+)
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_KEY_LENGTH,
+        description=f"Optional here. {_KEY_DOC}",
+    ),
+]
+RequiredIdempotencyKey = Annotated[
+    str,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_KEY_LENGTH,
+        description=f"Required. {_KEY_DOC}",
+    ),
+]
 
 
 def create_app(
@@ -58,96 +83,139 @@ def create_app(
     install_error_handlers(api)
     app = container.app
 
-    @api.put("/students/{student_id}")
-    def put_student(student_id: str, body: StudentIn) -> StudentOut:
+    @api.put(
+        "/students/{student_id}",
+        operation_id="put_student",
+        responses=problems(413, 422, 503),
+    )
+    def put_student(student_id: StudentIdPath, body: StudentIn) -> StudentOut:
         profile = StudentProfile.create(
             student_id=student_id, email=body.email, name=body.name
         )
         container.students.save(profile)
         return StudentOut(student_id=student_id, email=profile.email, name=profile.name)
 
-    @api.post("/lessons", status_code=201)
+    @api.post(
+        "/lessons",
+        status_code=201,
+        operation_id="schedule_lesson",
+        response_model=LessonOut,
+        responses=merged({201: LESSON_LINKS}, problems(400, 409, 413, 422, 503)),
+    )
     def post_lesson(
         body: LessonIn, request: Request, key: IdempotencyKey = None
     ) -> Response:
-        def run() -> JSONResponse:
-            lesson_id = lesson_id_for(key) if key else uuid4()
-            app.schedule_lesson(
-                ScheduleLesson(lesson_id=lesson_id, **body.model_dump())
-            )
-            out = _lesson_out(app.get_lesson(lesson_id))
-            return _json(201, out.model_dump(mode="json"), f"/lessons/{lesson_id}")
+        def created(lesson: object) -> JSONResponse:
+            assert isinstance(lesson, Lesson)  # noqa: S101 - the use case's result
+            out = _lesson_out(lesson).model_dump(mode="json")
+            return _json(201, out, f"/lessons/{lesson.id}")
 
         if key is None:
-            return run()
-        return run_once(container, request, key, body.model_dump(mode="json"), run)
+            cmd = ScheduleLesson(lesson_id=uuid4(), **body.model_dump())
+            return created(app.get_lesson(app.schedule_lesson(cmd)))
+        cmd = ScheduleLesson(lesson_id=lesson_id_for(key), **body.model_dump())
+        return run_once(
+            request,
+            key,
+            body.model_dump(mode="json"),
+            partial(app.schedule_lesson_once, cmd),
+            created,
+        )
 
-    @api.get("/lessons/{lesson_id}")
+    @api.get(
+        "/lessons/{lesson_id}",
+        operation_id="get_lesson",
+        responses=problems(404, 422, 503),
+    )
     def get_lesson(lesson_id: UUID) -> LessonOut:
         return _lesson_out(app.get_lesson(lesson_id))
 
-    @api.post("/lessons/{lesson_id}/enrollments", status_code=201)
+    @api.post(
+        "/lessons/{lesson_id}/enrollments",
+        status_code=201,
+        operation_id="enroll_student",
+        response_model=EnrollmentOut,
+        responses=merged(
+            {201: ENROLLMENT_LINKS}, problems(400, 404, 409, 413, 422, 503)
+        ),
+    )
     def post_enrollment(
         lesson_id: UUID,
         body: EnrollmentIn,
         request: Request,
-        key: IdempotencyKey = None,
+        key: RequiredIdempotencyKey,
     ) -> Response:
-        if key is None:
-            return problem(
-                400,
-                "idempotency-key-missing",
-                "Idempotency-Key required",
-                "send a unique Idempotency-Key header; reuse it to retry this request",
-            )
-
-        def run() -> JSONResponse:
-            cmd = EnrollStudent(
-                lesson_id=lesson_id,
-                student_id=check_student_id(body.student_id),
-                request_id=key,
-            )
-            view = app.enroll(cmd)
+        def created(view: object) -> JSONResponse:
+            assert isinstance(view, EnrollmentView)  # noqa: S101 - the result
             out = _enrollment_out(view).model_dump(mode="json")
             return _json(201, out, f"/enrollments/{view.enrollment_id}")
 
-        return run_once(container, request, key, body.model_dump(mode="json"), run)
+        cmd = EnrollStudent(
+            lesson_id=lesson_id,
+            student_id=check_student_id(body.student_id),
+            request_id=key,
+        )
+        return run_once(
+            request,
+            key,
+            body.model_dump(mode="json"),
+            partial(app.enroll_once, cmd),
+            created,
+        )
 
-    @api.post("/enrollments/{enrollment_id}/cancel")
+    @api.post(
+        "/enrollments/{enrollment_id}/cancel",
+        operation_id="cancel_enrollment",
+        responses=problems(404, 413, 422, 503),
+    )
     def cancel_enrollment(enrollment_id: UUID) -> EnrollmentOut:
         cmd = CancelEnrollment(enrollment_id=enrollment_id)
         return _enrollment_out(app.cancel_enrollment(cmd))
 
-    @api.get("/enrollments/{enrollment_id}")
+    @api.get(
+        "/enrollments/{enrollment_id}",
+        operation_id="get_enrollment",
+        responses=problems(404, 422, 503),
+    )
     def get_enrollment(enrollment_id: UUID) -> EnrollmentOut:
         return _enrollment_out(app.view_enrollment(enrollment_id))
 
-    @api.get("/lessons/{lesson_id}/roster")
+    @api.get(
+        "/lessons/{lesson_id}/roster",
+        operation_id="get_roster",
+        response_model=RosterOut,
+        responses=problems(404, 422, 503),
+    )
     def get_roster(lesson_id: UUID) -> dict[str, Any]:
         lesson = app.get_lesson(lesson_id)  # 404 for a lesson that does not exist
         with container.engine.begin() as conn:
-            position = _position(conn, rosters.NAME)
+            last_applied_seq = _last_applied_seq(conn, rosters.NAME)
             students = rosters.read(conn, lesson_id)
         return {
             "lesson_id": str(lesson_id),
             "title": lesson.title,
-            "position": position,
+            "last_applied_seq": last_applied_seq,
             "students": students,
         }
 
-    @api.get("/statistics")
+    @api.get(
+        "/statistics",
+        operation_id="get_statistics",
+        response_model=StatisticsOut,
+        responses=problems(503),
+    )
     def get_statistics() -> dict[str, Any]:
         with container.engine.begin() as conn:
             return {
-                "position": _position(conn, statistics.NAME),
+                "last_applied_seq": _last_applied_seq(conn, statistics.NAME),
                 **statistics.read(conn),
             }
 
-    @api.get("/healthz")
+    @api.get("/healthz", operation_id="healthz")
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @api.get("/readyz")
+    @api.get("/readyz", operation_id="readyz", responses=problems(503))
     async def readyz() -> Response:
         checks = {
             "database": await asyncio.to_thread(_database_ready, container),
@@ -170,8 +238,8 @@ def create_app(
     return Deadline(BodyLimit(api), deadline_seconds)  # type: ignore[return-value]
 
 
-def _position(conn: sa.Connection, consumer: str) -> int:
-    """The stream sequence a read model reflects, read in the same snapshot."""
+def _last_applied_seq(conn: sa.Connection, consumer: str) -> int:
+    """The end of a read model's latest batch, read in the same snapshot as it."""
     conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     position = conn.execute(
         sa.select(consumer_positions.c.stream_seq).where(

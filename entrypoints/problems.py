@@ -13,10 +13,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 # Failures that pass (one definition for every role): retry the same request.
 from adapters.transient import TRANSIENT
 from application.errors import NotFoundError, UnknownStudentError
+from application.idempotency import KeyReusedError
 from domain.errors import (
     AlreadyEnrolledError,
     InvalidLessonError,
     InvalidStudentProfileError,
+    InvalidTextError,
     LessonFullError,
 )
 
@@ -47,13 +49,15 @@ def problem(
 
 
 # Error class -> (status, slug, title). The first matching class wins.
-KNOWN: list[tuple[type[BaseException], int, str, str]] = [
+KNOWN: list[tuple[type[Exception], int, str, str]] = [
     (LessonFullError, 409, "lesson-full", "The lesson is full"),
     (AlreadyEnrolledError, 409, "already-enrolled", "Already enrolled"),
     (InvalidLessonError, 422, "invalid-lesson", "The lesson is not valid"),
     (InvalidStudentProfileError, 422, "invalid-student", "The student is not valid"),
+    (InvalidTextError, 422, "invalid-text", "The text is not accepted"),
     (UnknownStudentError, 422, "unknown-student", "The student has no profile"),
     (NotFoundError, 404, "not-found", "Not found"),
+    (KeyReusedError, 422, "idempotency-key-reused", "Idempotency-Key reused"),
 ]
 
 
@@ -73,10 +77,26 @@ def problem_for(error: BaseException) -> JSONResponse | None:
     return None
 
 
-KNOWN_ERRORS: tuple[type[BaseException], ...] = (
+KNOWN_ERRORS: tuple[type[Exception], ...] = (
     *(cls for cls, *_ in KNOWN),
     *TRANSIENT,
 )
+
+
+def key_problem(errors: list[dict[str, Any]]) -> JSONResponse | None:
+    """A bad Idempotency-Key is a 400 (as before the header was declared), unless
+    the body is wrong too: then the 422 names every error."""
+    if not errors or any(e["loc"] != ["header", "Idempotency-Key"] for e in errors):
+        return None
+    if errors[0]["type"] == "missing":
+        return problem(
+            400, "idempotency-key-missing", "Idempotency-Key required",
+            "send a unique Idempotency-Key header; reuse it to retry this request",
+        )  # fmt: skip
+    return problem(
+        400, "invalid-idempotency-key", "Invalid Idempotency-Key",
+        f"Idempotency-Key: {errors[0]['msg']}",
+    )  # fmt: skip
 
 
 def install_error_handlers(api: FastAPI) -> None:
@@ -86,7 +106,11 @@ def install_error_handlers(api: FastAPI) -> None:
             exc.status_code, "Error"
         )
         return problem(
-            exc.status_code, None, title, str(exc.detail), headers=exc.headers
+            exc.status_code,
+            None,
+            title,
+            str(exc.detail),
+            headers=dict(exc.headers or {}),
         )
 
     @api.exception_handler(RequestValidationError)
@@ -95,7 +119,9 @@ def install_error_handlers(api: FastAPI) -> None:
             {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
             for e in exc.errors()
         ]
-        return problem(422, "validation-error", "Invalid request", errors=errors)
+        return key_problem(errors) or problem(
+            422, "validation-error", "Invalid request", errors=errors
+        )
 
     async def known(_: Request, exc: Exception) -> Response:
         response = problem_for(exc)
