@@ -96,8 +96,12 @@ def _change(envelope: Envelope) -> dict[str, Any] | None:
 
 
 def read(conn: sa.Connection, lesson_id: UUID) -> list[dict[str, Any]]:
+    # Only the columns answered: a `lesson_starts_at` stored before the API bounded
+    # it (year 10000 in UTC) cannot be loaded into Python, and must not make the
+    # roster fail for good.
+    c = entries.c
     rows = conn.execute(
-        sa.select(entries)
+        sa.select(c.enrollment_id, c.student_id, c.enrolled_at)
         .where((entries.c.lesson_id == lesson_id) & (entries.c.status == "confirmed"))
         .order_by(entries.c.enrolled_at, entries.c.enrollment_id)
     ).all()
