@@ -65,7 +65,7 @@ def up(settings: Settings) -> int:
         database_url = settings.database_url
         if database_url is None:
             pg = EmbeddedPostgres(settings.data_dir / "postgres")
-            servers.append(WatchedServer("PostgreSQL", pg, pg.log, _say))
+            servers.append(WatchedServer("PostgreSQL", pg, _say))
             database_url = pg.start()
         nats_urls = _nats_urls(settings, servers)
         bootstrap.migrate(database_url, nats_urls["admin"])
@@ -105,7 +105,7 @@ def _nats_urls(settings: Settings, servers: list[WatchedServer]) -> dict[str, st
     if settings.nats_url is not None:
         return {user.name: settings.nats_url for user in users}
     nats = EmbeddedNats(settings.data_dir / "nats", users=users)
-    servers.append(WatchedServer("NATS", nats, nats.log, _say))
+    servers.append(WatchedServer("NATS", nats, _say))
     nats.start()
     return {user.name: nats.url_for(user.name) for user in users}
 

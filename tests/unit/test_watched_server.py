@@ -15,6 +15,7 @@ class DyingServer:
 
     def __init__(self) -> None:
         self.starts = 0
+        self.log = Path("/d/postgres.log")
 
     def exit_code(self) -> int | None:
         return 1
@@ -33,7 +34,7 @@ class DyingServer:
 def test_a_server_that_keeps_dying_ends_club_up_with_its_log() -> None:
     said: list[str] = []
     server = DyingServer()
-    watched = WatchedServer("PostgreSQL", server, Path("/d/postgres.log"), said.append)
+    watched = WatchedServer("PostgreSQL", server, said.append)
     for _ in range(RESTARTS_PER_WINDOW):
         watched.restart_if_dead()
     with pytest.raises(ServerGaveUpError, match=r"PostgreSQL died .*/d/postgres\.log"):
