@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +19,7 @@ from uuid import uuid4
 import httpx
 import psutil
 
+from adapters.embedded import placement
 from adapters.embedded.process import free_port
 from tests.servers import scratch_dir
 from tests.stack import club_env, eventually, wait_ready
@@ -177,3 +182,32 @@ def test_club_up_never_prints_a_password(database_url: str) -> None:
     assert nats_passwords.keys() >= {"admin", "api", "relay"}
     for password in nats_passwords.values():
         assert password not in printed
+
+
+def test_club_up_from_a_home_only_root_can_enter_serves() -> None:
+    """Issue #9, item 9: `make run` in /root/club, as root. (The binaries' copy is
+    tested in tests/integration/test_root_newcomer.py; here the data moves.)"""
+    home = scratch_dir("club-up-root-") / "root"
+    home.mkdir()
+    home.chmod(0o700)
+    data_dir = home / "club" / ".club"
+    data_dir.mkdir(parents=True)
+    moved = placement.OUTSIDE / _digest(data_dir / "postgres")
+    try:
+        with club_up(data_dir, free_port()) as (api, proc):
+            assert httpx.get(f"{api}/readyz").status_code == 200
+            enroll_one(api)
+            eventually(lambda: confirmed(api) == 1)
+            ctrl_c(proc)
+        printed = up_log(data_dir)
+        if os.geteuid() == 0:
+            assert f"cannot enter {home}: its data is kept in {moved}" in printed
+            assert (moved / "server/pgdata/PG_VERSION").exists()
+    finally:
+        shutil.rmtree(moved, ignore_errors=True)
+        with contextlib.suppress(OSError):  # only if nothing else lives there
+            placement.OUTSIDE.rmdir()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
