@@ -45,9 +45,16 @@ class Child:
     restart_at: float | None = None  # monotonic; set while it waits to restart
 
 
+CONSUMER_ROLES = ("projector", "worker")  # each pulls its own durable, named role[1]
+
+
 def nats_user(role: tuple[str, ...]) -> str:
-    """The broker user a role connects as (adapters/nats/authorization.py)."""
-    return f"consumer-{role[1]}" if role[0] == "projector" else role[0]
+    """The broker user a role connects as (adapters/nats/authorization.py). A role
+    not named here gets the read-only `api` user: one that needs more rights gets
+    its own user there, never admin's by default."""
+    if role[0] in CONSUMER_ROLES:
+        return f"consumer-{role[1]}"
+    return "relay" if role[0] == "relay" else "api"
 
 
 def up(settings: Settings) -> int:
@@ -101,7 +108,7 @@ def up(settings: Settings) -> int:
 def _nats_urls(settings: Settings, servers: list[WatchedServer]) -> dict[str, str]:
     """Each role's broker URL: its own user on the embedded server; CLUB_NATS_URL
     (which may carry user:password) for every role when a broker is given."""
-    users = role_users(bootstrap.PROJECTIONS)
+    users = role_users(role[1] for role in ROLES if role[0] in CONSUMER_ROLES)
     if settings.nats_url is not None:
         return {user.name: settings.nats_url for user in users}
     nats = EmbeddedNats(settings.data_dir / "nats", users=users)
