@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from email import message_from_bytes
+from email.utils import formatdate
 from uuid import uuid4
 
 import httpx
@@ -301,3 +302,42 @@ class TestSmtpEmailProvider(EmailProviderContract):
     def test_a_key_that_cannot_be_a_message_id_is_refused(self, provider):
         with pytest.raises(ValueError, match="dot-atom"):
             provider.send(WELCOME, "two..dots")
+
+
+def answer_429(retry_after: str) -> bytes:
+    return (
+        "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\n"
+        f"Retry-After: {retry_after}\r\nConnection: close\r\n\r\n"
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("header", "low", "high"),
+    [
+        ("7", 7.0, 7.0),
+        (formatdate(time.time() + 30, usegmt=True), 25.0, 30.0),
+        (formatdate(time.time() - 30, usegmt=True), 0.0, 0.0),  # already past
+    ],
+)
+def test_retry_after_is_read_as_seconds_or_an_http_date(header, low, high):
+    server = HalfAnswer(answer_429(header))
+    client = HttpEmailProvider(server.url)
+    try:
+        with pytest.raises(TransientSendError) as raised:
+            client.send(WELCOME, str(uuid4()))
+        assert low <= raised.value.retry_after <= high
+    finally:
+        client.close()
+        server.close()
+
+
+def test_an_unreadable_retry_after_is_no_hint():
+    server = HalfAnswer(answer_429("soon"))
+    client = HttpEmailProvider(server.url)
+    try:
+        with pytest.raises(TransientSendError) as raised:
+            client.send(WELCOME, str(uuid4()))
+        assert raised.value.retry_after is None
+    finally:
+        client.close()
+        server.close()

@@ -12,7 +12,8 @@ from uuid import uuid4
 import httpx
 import pytest
 
-from entrypoints.sandbox.email import parse_knob_args
+from entrypoints.sandbox.email import create_app, parse_knob_args
+from entrypoints.sandbox.knobs import KnobError
 from tests.integration.sandbox_process import DEFAULT_KNOBS, SandboxProcess
 from tests.servers import scratch_dir
 
@@ -347,3 +348,12 @@ def test_a_key_with_slashes_and_percents_is_looked_up_as_sent(http):
     looked_up = http.get(f"/messages/{quote(key, safe='')}")
     assert looked_up.status_code == 200
     assert looked_up.json()["idempotency_key"] == key
+
+
+@pytest.mark.parametrize(
+    ("knobs", "named"),
+    [({"fail_rate": 2}, "fail_rate"), ({"latency": 5}, "unknown knob")],
+)
+def test_a_bad_start_up_knob_is_refused_before_anything_listens(tmp_path, knobs, named):
+    with pytest.raises(KnobError, match=named):
+        create_app(tmp_path, knobs)
