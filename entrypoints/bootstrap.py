@@ -9,6 +9,7 @@ import attrs
 import sqlalchemy as sa
 from nats.js import JetStreamContext
 
+from adapters.nats.dlq import ensure_replay_consumer
 from adapters.nats.streams import connect, ensure_consumer, ensure_streams
 from adapters.nats.worker import Job, ensure_worker_consumer
 from adapters.postgres import tables
@@ -97,6 +98,7 @@ async def migrate_broker(js: JetStreamContext) -> None:
     await ensure_streams(js)
     for name in PROJECTIONS:
         await ensure_consumer(js, name)
+        await ensure_replay_consumer(js, name)
     await ensure_worker_consumer(js, NOTIFICATIONS, NOTIFICATION_SUBJECTS)
 
 

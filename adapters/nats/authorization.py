@@ -15,7 +15,13 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from adapters.nats.streams import DLQ_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS
+from adapters.nats.dlq import replay_durable
+from adapters.nats.streams import (
+    DLQ_SUBJECTS,
+    EVENTS_STREAM,
+    EVENTS_SUBJECTS,
+    REPLAY_STREAM,
+)
 
 REPLIES = "_INBOX.>"
 
@@ -46,21 +52,24 @@ def relay_user() -> NatsUser:
 
 
 def consumer_user(durable: str) -> NatsUser:
-    """A projector or worker: its own durable on CLUB_EVENTS, and the DLQ."""
+    """A projector or worker: its own durable on CLUB_EVENTS, its replay durable on
+    CLUB_REPLAY (what `club dlq replay` hands back to it), and the DLQ."""
     api = "$JS.API.CONSUMER"
-    own = f"{EVENTS_STREAM}.{durable}"
+    own = (f"{EVENTS_STREAM}.{durable}", f"{REPLAY_STREAM}.{replay_durable(durable)}")
+    pulls = [
+        right
+        for durable_on_stream in own
+        for right in (
+            f"{api}.CREATE.{durable_on_stream}",  # ensure_consumer at start-up
+            f"{api}.CREATE.{durable_on_stream}.>",  # the same with its filter
+            f"{api}.DURABLE.CREATE.{durable_on_stream}",
+            f"{api}.INFO.{durable_on_stream}",
+            f"{api}.MSG.NEXT.{durable_on_stream}",  # a pull
+            f"$JS.ACK.{durable_on_stream}.>",  # ack, nak, term of what it pulled
+        )
+    ]
     return NatsUser(
-        f"consumer-{durable}",
-        publish=(
-            f"{api}.CREATE.{own}",  # ensure_consumer at start-up
-            f"{api}.CREATE.{own}.>",  # the same with its filter subject
-            f"{api}.DURABLE.CREATE.{own}",
-            f"{api}.INFO.{own}",
-            f"{api}.MSG.NEXT.{own}",  # a pull
-            f"$JS.ACK.{own}.>",  # ack, nak, term of what it pulled
-            DLQ_SUBJECTS,
-        ),
-        subscribe=(REPLIES,),
+        f"consumer-{durable}", publish=(*pulls, DLQ_SUBJECTS), subscribe=(REPLIES,)
     )
 
 

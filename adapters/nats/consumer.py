@@ -32,7 +32,13 @@ from nats.js import JetStreamContext
 from adapters.crash import crash_point
 from adapters.metrics import CONTRACT_CONFLICTS, POISON_EVENTS
 from adapters.nats.dead_letters import Unreadable, dead_letter
-from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, ensure_consumer
+from adapters.nats.dlq import ensure_replay_consumer, original_subject, replay_durable
+from adapters.nats.streams import (
+    ACK_WAIT_S,
+    EVENTS_STREAM,
+    REPLAY_STREAM,
+    ensure_consumer,
+)
 from adapters.postgres.inbox import (
     Applied,
     Apply,
@@ -102,36 +108,57 @@ class ConsumerRunner:
         self._suspects: set[UUID] = set()
 
     async def run(self, stop: asyncio.Event) -> None:
+        """The live events, and beside them what a DLQ replay hands back."""
         await ensure_consumer(self._js, self.name, ack_wait=self._ack_wait)
-        sub = await self._js.pull_subscribe_bind(
+        await ensure_replay_consumer(self._js, self.name, ack_wait=self._ack_wait)
+        live = await self._js.pull_subscribe_bind(
             durable=self.name, stream=EVENTS_STREAM
         )
+        replays = await self._js.pull_subscribe_bind(
+            durable=replay_durable(self.name), stream=REPLAY_STREAM
+        )
+        await asyncio.gather(
+            self._loop(live, stop), self._loop(replays, stop, replayed=True)
+        )
+
+    async def _loop(
+        self,
+        sub: JetStreamContext.PullSubscription,
+        stop: asyncio.Event,
+        *,
+        replayed: bool = False,
+    ) -> None:
         backoff = Backoff()
         while not stop.is_set():
             try:
-                await self.poll(sub)
+                await self.poll(sub, replayed=replayed)
             except TRANSIENT as e:  # unacked messages come back after ack_wait
                 log.warning("consumer.retry", consumer=self.name, error=repr(e))
                 await backoff.wait()
             else:
                 backoff.reset()
 
-    async def poll(self, sub: JetStreamContext.PullSubscription) -> BatchOutcome:
+    async def poll(
+        self, sub: JetStreamContext.PullSubscription, *, replayed: bool = False
+    ) -> BatchOutcome:
         """Fetch one batch and handle it; an empty wait is an empty outcome."""
         try:
             msgs = await sub.fetch(self._batch_size, timeout=self._fetch_timeout)
         except (NatsTimeoutError, TimeoutError):  # nothing new within the wait
             return BatchOutcome()
-        return await self.handle(msgs)
+        return await self.handle(msgs, replayed=replayed)
 
-    async def handle(self, msgs: list[Msg]) -> BatchOutcome:
+    async def handle(self, msgs: list[Msg], *, replayed: bool = False) -> BatchOutcome:
+        """`replayed`: messages a DLQ replay handed back (CLUB_REPLAY): applied like
+        the live ones, but their sequence numbers are not the stream position."""
         crash_point("consumer.after_receive")
         read = [_read(msg) for msg in msgs]
         readable = [item for item in read if isinstance(item, Incoming)]
         unreadable = [item for item in read if isinstance(item, Unreadable)]
+        dead_seqs = [] if replayed else [item.stream_seq for item in unreadable]
         try:
             outcome = await asyncio.to_thread(
-                self._commit, readable, [item.stream_seq for item in unreadable]
+                self._commit, readable, dead_seqs, moves_position=not replayed
             )
         except TRANSIENT as e:
             log.warning("consumer.batch_failed", consumer=self.name, error=repr(e))
@@ -157,11 +184,14 @@ class ConsumerRunner:
     async def _acknowledge(self, msg: Msg) -> None:
         await msg.ack()
 
-    def _commit(self, batch: list[Incoming], dead_seqs: list[int]) -> BatchOutcome:
+    def _commit(
+        self, batch: list[Incoming], dead_seqs: list[int], *, moves_position: bool
+    ) -> BatchOutcome:
         """Inbox rows, effects and position in one transaction; isolate on poison."""
         deliveries = [item.delivery for item in batch]
+        seqs = [d.stream_seq for d in deliveries] if moves_position else []
         if not self._suspects.intersection(d.envelope.event_id for d in deliveries):
-            last_seq = max([*dead_seqs, *(d.stream_seq for d in deliveries)], default=0)
+            last_seq = max([*dead_seqs, *seqs], default=0)
             try:
                 with self._engine.begin() as conn:
                     result = apply_batch(
@@ -178,7 +208,11 @@ class ConsumerRunner:
             result = apply_isolated(conn, self.name, deliveries, self._apply)
             outcome = self._outcome(batch, result)
             retrying = {id(item.delivery) for item in outcome.retrying}
-            settled = [d.stream_seq for d in deliveries if id(d) not in retrying]
+            settled = [
+                d.stream_seq
+                for d in deliveries
+                if id(d) not in retrying and moves_position
+            ]
             # Settled messages only: the position never claims a pending retry.
             if last := max([*dead_seqs, *settled], default=0):
                 advance(conn, self.name, last)
@@ -244,7 +278,8 @@ def _read(msg: Msg) -> Incoming | Unreadable:
     """Decode a message; what cannot be read is dead-lettered, whatever was raised."""
     seq = msg.metadata.sequence.stream
     try:
-        envelope = Envelope.from_json(msg.subject, msg.data)
+        subject = original_subject(msg.subject, msg.headers)
+        envelope = Envelope.from_json(subject, msg.data)
         digest = meaning_digest(envelope)  # decodes it: an unreadable one fails here
     except UnknownSchemaError as e:
         return Unreadable(msg, seq, f"unknown-schema: {e}")

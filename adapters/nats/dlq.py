@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 
 import attrs
 from nats.js import JetStreamContext
-from nats.js.api import RawStreamMsg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, RawStreamMsg
 from nats.js.errors import NotFoundError
 
 from adapters.nats.streams import (
+    ACK_WAIT_S,
     DLQ_STREAM,
     EVENTS_SUBJECTS,
     REPLAY_STREAM,
@@ -51,6 +52,25 @@ class DeadLetter:
 
     def age_seconds(self, now: datetime | None = None) -> float:
         return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
+
+
+def replay_durable(consumer: str) -> str:
+    return f"{consumer}-replay"
+
+
+async def ensure_replay_consumer(
+    js: JetStreamContext, consumer: str, *, ack_wait: float = ACK_WAIT_S
+) -> None:
+    """The durable through which a consumer receives what a replay hands back."""
+    config = ConsumerConfig(
+        durable_name=replay_durable(consumer),
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        filter_subject=f"{REPLAY_PREFIX}.{consumer}.>",
+        ack_wait=ack_wait,
+        max_ack_pending=1_000,
+    )
+    await js.add_consumer(REPLAY_STREAM, config)
 
 
 def replay_subject(consumer: str, original_subject: str) -> str:

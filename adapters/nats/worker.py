@@ -33,7 +33,12 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from adapters.crash import crash_point
 from adapters.nats.dead_letters import Unreadable, dead_letter
-from adapters.nats.dlq import REPLAY_HEADER, REPLAY_PREFIX, original_subject
+from adapters.nats.dlq import (
+    REPLAY_HEADER,
+    ensure_replay_consumer,
+    original_subject,
+    replay_durable,
+)
 from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, REPLAY_STREAM
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
@@ -59,23 +64,16 @@ async def ensure_worker_consumer(
 ) -> None:
     """The durable pull consumer over the events a work class needs, and the one
     over what `club dlq replay` hands back to it."""
-    for stream, name, subject in (
-        (EVENTS_STREAM, durable, filter_subject),
-        (REPLAY_STREAM, replay_durable(durable), f"{REPLAY_PREFIX}.{durable}.>"),
-    ):
-        config = ConsumerConfig(
-            durable_name=name,
-            ack_policy=AckPolicy.EXPLICIT,
-            deliver_policy=DeliverPolicy.ALL,
-            filter_subject=subject,
-            ack_wait=ack_wait,
-            max_ack_pending=max_ack_pending,
-        )
-        await js.add_consumer(stream, config)
-
-
-def replay_durable(durable: str) -> str:
-    return f"{durable}-replay"
+    config = ConsumerConfig(
+        durable_name=durable,
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        filter_subject=filter_subject,
+        ack_wait=ack_wait,
+        max_ack_pending=max_ack_pending,
+    )
+    await js.add_consumer(EVENTS_STREAM, config)
+    await ensure_replay_consumer(js, durable, ack_wait=ack_wait)
 
 
 class RateLimit:
