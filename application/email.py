@@ -103,6 +103,8 @@ class Stage(enum.Enum):
     SENT = "sent"  # the request (or part of it) left: it may have been acted on
 
 
+REQUEST_TIMEOUT = 408  # the server gave up waiting for our request: nothing done
+KEY_IN_FLIGHT = 409  # IETF Idempotency-Key draft: a request with this key is running
 TOO_MANY_REQUESTS = 429
 
 
@@ -111,10 +113,10 @@ def classify_http_status(
 ) -> EmailSendError:
     """The class of an HTTP answer that is not a 2xx."""
     reason = f"provider answered {status}: {detail}"
-    if status == TOO_MANY_REQUESTS:
+    if status in (REQUEST_TIMEOUT, TOO_MANY_REQUESTS) or status >= 500:  # noqa: PLR2004
         return TransientSendError(reason, retry_after)
-    if status >= 500:  # noqa: PLR2004 - the 5xx range
-        return TransientSendError(reason, retry_after)
+    if status == KEY_IN_FLIGHT:  # an earlier try may be accepting it right now
+        return OutcomeUnknownError(reason)
     return PermanentSendError(reason)
 
 

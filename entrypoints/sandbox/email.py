@@ -32,7 +32,8 @@ from entrypoints.sandbox.knobs import (
 )
 
 MAX_REQUEST_BYTES = 1024 * 1024
-LIST_LIMIT = 1000
+LIST_DEFAULT = 1000
+LIST_MAX = 10_000
 INBOX_LIMIT = 200
 
 
@@ -77,12 +78,14 @@ def create_app(
         return JSONResponse(message.as_json())
 
     @app.get("/messages")
-    async def listing(limit: str = str(LIST_LIMIT)) -> Response:
-        if not limit.isdigit() or not 1 <= int(limit) <= LIST_LIMIT:
+    async def listing(limit: str = str(LIST_DEFAULT), offset: str = "0") -> Response:
+        count, skip = _whole(limit, 1, LIST_MAX), _whole(offset, 0, 10**12)
+        if count is None or skip is None:
             return problem(
-                422, "invalid-limit", "Invalid limit", f"limit is 1-{LIST_LIMIT}"
-            )
-        newest = sandbox.store.newest(int(limit))
+                422, "invalid-page", "Invalid page",
+                f"limit is 1-{LIST_MAX}, offset a whole number from 0",
+            )  # fmt: skip
+        newest = sandbox.store.newest(count, skip)
         return JSONResponse(
             {"total": sandbox.store.count(), "messages": [m.as_json() for m in newest]}
         )
@@ -115,6 +118,13 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     return app
+
+
+def _whole(text: str, low: int, high: int) -> int | None:
+    # The length check first: int() of a 5000-digit string raises, it is not a 400.
+    if len(text) > len(str(high)) or not text.isdigit() or not low <= int(text) <= high:
+        return None
+    return int(text)
 
 
 def asgi_app(app: FastAPI) -> DropMarkedResponses:

@@ -86,10 +86,10 @@ class MessageStore:
             )
         return message
 
-    def newest(self, limit: int) -> list[StoredMessage]:
+    def newest(self, limit: int, offset: int = 0) -> list[StoredMessage]:
         rows = self._db.execute(
-            f"SELECT {COLUMNS} FROM messages ORDER BY seq DESC LIMIT ?",  # noqa: S608
-            (limit,),
+            f"SELECT {COLUMNS} FROM messages ORDER BY seq DESC LIMIT ? OFFSET ?",  # noqa: S608
+            (limit, offset),
         ).fetchall()
         return [_message(row) for row in rows]
 

@@ -105,8 +105,19 @@ def test_messages_are_listed_newest_first(http):
     listing = http.get("/messages", params={"limit": 3}).json()
     assert [m["idempotency_key"] for m in listing["messages"]] == keys[::-1]
     assert listing["total"] >= 3
-    assert http.get("/messages", params={"limit": "0"}).status_code == 422
-    assert http.get("/messages", params={"limit": "x"}).status_code == 422
+    second = http.get("/messages", params={"limit": 1, "offset": 1}).json()
+    assert [m["idempotency_key"] for m in second["messages"]] == [keys[1]]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"limit": "0"}, {"limit": "x"}, {"limit": "10001"}, {"limit": "9" * 5000},
+     {"offset": "-1"}, {"offset": "1e3"}, {"offset": "9" * 5000}],
+)  # fmt: skip
+def test_a_bad_page_of_messages_is_422(http, params):
+    refused = http.get("/messages", params=params)
+    assert refused.status_code == 422
+    assert refused.headers["content-type"] == "application/problem+json"
 
 
 def test_the_html_inbox_escapes_attacker_text(http):

@@ -31,7 +31,17 @@ def test_an_http_429_is_transient_and_keeps_retry_after():
     assert error.retry_after == 2.0
 
 
-@pytest.mark.parametrize("status", [300, 400, 401, 403, 404, 409, 413, 422])
+def test_an_http_408_is_transient():
+    assert type(classify_http_status(408, "too slow")) is TransientSendError
+
+
+def test_an_http_409_key_in_flight_is_unknown():
+    # The IETF Idempotency-Key draft's 409: an earlier try with this key is
+    # still running at the provider and may be accepted; look it up, do not drop it.
+    assert type(classify_http_status(409, "in flight")) is OutcomeUnknownError
+
+
+@pytest.mark.parametrize("status", [300, 400, 401, 403, 404, 413, 422])
 def test_any_other_answer_is_permanent(status):
     assert isinstance(classify_http_status(status, "no"), PermanentSendError)
 
