@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 from collections.abc import Callable
@@ -73,11 +74,25 @@ def _build_when_reachable(
 async def _connect_when_reachable(
     nats_url: str, name: str, stop: asyncio.Event
 ) -> Client | None:
-    """The same for NATS. None: asked to stop while waiting."""
+    """The same for NATS. None: asked to stop while waiting — the client itself
+    retries an unreachable broker for ever, so the stop must interrupt it."""
     backoff = Backoff(cap=2.0)
     while not stop.is_set():
+        connecting = asyncio.ensure_future(connect(nats_url, name=name))
+        stopped = asyncio.ensure_future(stop.wait())
         try:
-            return await connect(nats_url, name=name)
+            await asyncio.wait(
+                {connecting, stopped}, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopped.cancel()
+        if not connecting.done():
+            connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await connecting
+            return None
+        try:
+            return connecting.result()
         except TRANSIENT as e:
             log.warning("role.waiting_for_nats", error=repr(e))
             await backoff.wait()

@@ -78,7 +78,12 @@ async def connect(url: str, name: str) -> Client:
         )
     )
     either: set[asyncio.Future[Any]] = {connecting, refused}
-    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    try:
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:  # the caller gave up waiting: so does the client
+        connecting.cancel()
+        refused.cancel()
+        raise
     if not connecting.done():
         connecting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
