@@ -315,11 +315,13 @@ def answer_429(retry_after: str) -> bytes:
     ("header", "low", "high"),
     [
         ("7", 7.0, 7.0),
-        (formatdate(time.time() + 30, usegmt=True), 25.0, 30.0),
-        (formatdate(time.time() - 30, usegmt=True), 0.0, 0.0),  # already past
+        (30, 25.0, 30.0),  # an HTTP-date 30 s from now
+        (-30, 0.0, 0.0),  # an HTTP-date already past
     ],
 )
 def test_retry_after_is_read_as_seconds_or_an_http_date(header, low, high):
+    if isinstance(header, int):
+        header = formatdate(time.time() + header, usegmt=True)
     server = HalfAnswer(answer_429(header))
     client = HttpEmailProvider(server.url)
     try:
