@@ -72,7 +72,8 @@ class EmailProvider(Protocol):
         ...
 
     def status(self, idempotency_key: str) -> DeliveryStatus:
-        """Raises `TransientSendError` when the lookup itself fails."""
+        """Raises only `TransientSendError` when the lookup itself fails (any
+        status, any transport error): a failed lookup proves nothing either way."""
         ...
 
 

@@ -89,7 +89,12 @@ class HttpEmailProvider:
         if response.status_code == NOT_FOUND:
             return DeliveryStatus.NOT_FOUND
         if not response.is_success:
-            raise _refusal(response)
+            # The port promises one class for a failed lookup: nothing can be
+            # concluded from it, whatever the status, so ask again later.
+            refusal = _refusal(response)
+            if isinstance(refusal, TransientSendError):
+                raise refusal
+            raise TransientSendError(f"status lookup failed: {refusal}") from refusal
         return DeliveryStatus.ACCEPTED
 
     def _request(

@@ -343,3 +343,16 @@ def test_an_unreadable_retry_after_is_no_hint():
     finally:
         client.close()
         server.close()
+
+
+@pytest.mark.parametrize("status", [400, 401, 409, 500])
+def test_a_failed_lookup_is_only_ever_transient(status):
+    head = f"HTTP/1.1 {status} No\r\nContent-Length: 0\r\nConnection: close\r\n"
+    server = HalfAnswer(f"{head}\r\n".encode())
+    client = HttpEmailProvider(server.url)
+    try:
+        with pytest.raises(TransientSendError, match=str(status)):
+            client.status(str(uuid4()))
+    finally:
+        client.close()
+        server.close()
