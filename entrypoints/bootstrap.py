@@ -45,6 +45,7 @@ class Container:
     app: ClubApplication
     engine: sa.Engine
     students: SqlStudentDirectory
+    notifications: SqlNotificationStore
 
     def close(self) -> None:
         self.app.close()
@@ -69,7 +70,12 @@ def build(
         students=students,
         answers=SqlAnswerStore(engine),
     )
-    return Container(app=app, engine=engine, students=students)
+    return Container(
+        app=app,
+        engine=engine,
+        students=students,
+        notifications=SqlNotificationStore(engine),
+    )
 
 
 def migrate_database(database_url: str) -> None:
@@ -117,7 +123,7 @@ def notification_job(
         return LessonFacts(title=lesson.title, starts_at=lesson.starts_at)
 
     notifier = Notifier(
-        store=SqlNotificationStore(container.engine),
+        store=container.notifications,
         provider=provider,
         students=container.students,
         lessons=lesson_facts,

@@ -158,11 +158,28 @@ class EnrollmentIn(Body):
     student_id: StudentId
 
 
+class NotificationOut(BaseModel):
+    """The confirmation (or cancellation) e-mail's recorded state."""
+
+    kind: str
+    state: str = Field(
+        description="pending, sending, sent, unknown (the provider's answer was lost; "
+        "it is looked up before any resend), failed (a retry is scheduled) or "
+        "dead-lettered (an operator owns it)"
+    )
+    attempts: int
+    last_error: str | None
+    sent_at: datetime | None
+
+
 class EnrollmentOut(BaseModel):
     enrollment_id: UUID
     lesson_id: UUID
     student_id: str
     status: str
+    notification: NotificationOut | None = Field(
+        default=None, description="None until the notifications worker sees it"
+    )
 
 
 LAST_APPLIED_SEQ = Field(

@@ -21,6 +21,7 @@ from application.contracts.envelope import Envelope
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
 from application.contracts.mapping import decode
 from projections.arrays import as_arrays, insert_rows
+from projections.positions import last_applied_seq, same_snapshot
 
 NAME = "rosters"
 metadata = sa.MetaData()
@@ -95,7 +96,16 @@ def _change(envelope: Envelope) -> dict[str, Any] | None:
     return None
 
 
-def read(conn: sa.Connection, lesson_id: UUID) -> list[dict[str, Any]]:
+def read(conn: sa.Connection, lesson_id: UUID) -> dict[str, Any]:
+    """The lesson's confirmed students and the stream sequence they reflect."""
+    same_snapshot(conn)
+    return {
+        "last_applied_seq": last_applied_seq(conn, NAME),
+        "students": students(conn, lesson_id),
+    }
+
+
+def students(conn: sa.Connection, lesson_id: UUID) -> list[dict[str, Any]]:
     # Only the columns answered: a `lesson_starts_at` stored before the API bounded
     # it (year 10000 in UTC) cannot be loaded into Python, and must not make the
     # roster fail for good.

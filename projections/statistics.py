@@ -24,6 +24,7 @@ from application.contracts.events import (
 )
 from application.contracts.mapping import decode
 from projections.arrays import as_arrays, insert_rows
+from projections.positions import last_applied_seq, same_snapshot
 
 NAME = "statistics"
 metadata = sa.MetaData()
@@ -82,6 +83,12 @@ _UPSERT = _insert.on_conflict_do_update(
 
 
 def read(conn: sa.Connection) -> dict[str, Any]:
+    """Totals and per-lesson counts, and the stream sequence they reflect."""
+    same_snapshot(conn)
+    return {"last_applied_seq": last_applied_seq(conn, NAME), **counts(conn)}
+
+
+def counts(conn: sa.Connection) -> dict[str, Any]:
     rows = conn.execute(sa.select(lessons).order_by(lessons.c.lesson_id)).all()
     per_lesson = [
         {

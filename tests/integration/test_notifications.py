@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 
 from adapters.nats.dlq import dead_letters
 from adapters.nats.replay import ReplayRequest, replay
@@ -18,6 +19,7 @@ from adapters.postgres.tables import notifications
 from adapters.providers.email_http import HttpEmailProvider
 from application.notifications import RetryPolicy
 from entrypoints import bootstrap
+from entrypoints.http import create_app
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
@@ -119,6 +121,14 @@ def test_every_enrollment_gets_exactly_one_email_despite_faults(
     asyncio.run(with_js(nats_url, body))
     assert len(accepted(sandbox)) - before == 40  # one each: none lost, none doubled
     assert states(container) == {"sent": 40}
+    with container.engine.connect() as conn:
+        enrollment_id = conn.execute(sa.select(notifications.c.enrollment_id)).scalar()
+    with TestClient(create_app(container)) as api:
+        shown = api.get(f"/enrollments/{enrollment_id}").json()["notification"]
+    assert shown["state"] == "sent"
+    assert shown["kind"] == "confirmation"
+    assert shown["attempts"] >= 1
+    assert shown["sent_at"]
 
 
 def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(

@@ -23,6 +23,6 @@ def test_a_start_python_cannot_load_does_not_break_the_roster(container) -> None
             {"e": enrollment_id, "l": lesson_id},
         )
     with container.engine.connect() as conn:
-        [entry] = rosters.read(conn, lesson_id)
+        [entry] = rosters.read(conn, lesson_id)["students"]
     assert entry["enrollment_id"] == str(enrollment_id)
     assert entry["student_id"] == "ann"

@@ -1,0 +1,1 @@
+"""The HTTP API's routes, one module per resource; `entrypoints/http.py` mounts them."""
