@@ -21,7 +21,7 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
-from entrypoints import bootstrap
+from entrypoints import bootstrap, preflight
 from entrypoints.masking import masked
 from entrypoints.settings import Settings
 from entrypoints.watched import ServerGaveUpError, WatchedServer
@@ -58,6 +58,15 @@ def nats_user(role: tuple[str, ...]) -> str:
 
 
 def up(settings: Settings) -> int:
+    lock = preflight.claim_data_dir(settings)
+    try:
+        preflight.check_http_port_free(settings)
+        return _up(settings)
+    finally:
+        preflight.release(lock)
+
+
+def _up(settings: Settings) -> int:
     stopping = threading.Event()
 
     def request_stop(*_: object) -> None:

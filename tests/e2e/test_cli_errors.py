@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from entrypoints import cli
+from entrypoints import cli, preflight
 from entrypoints.masking import masked
 from entrypoints.settings import ConfigError, Settings
 from tests.stack import club_env
@@ -106,3 +108,36 @@ def test_a_roles_log_masks_a_url_an_error_quotes() -> None:
     logged = out.stdout + out.stderr
     assert "nats://relay:***@n1:4222 refused" in logged
     assert "hunter2" not in logged
+
+
+def test_club_up_refuses_a_data_dir_it_cannot_use(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    answer = club("up", CLUB_DATA_DIR=str(a_file / "club"))
+    assert answer.returncode == 2, answer.stderr
+    [line] = answer.stderr.splitlines()
+    assert line.startswith("club: CLUB_DATA_DIR=")
+    assert "you may write" in line
+
+
+def test_a_second_club_up_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
+    held = preflight.claim_data_dir(Settings.from_env({"CLUB_DATA_DIR": str(tmp_path)}))
+    try:
+        answer = club("up", CLUB_DATA_DIR=str(tmp_path))
+    finally:
+        preflight.release(held)
+    assert answer.returncode == 2, answer.stderr
+    [line] = answer.stderr.splitlines()
+    assert "another `club up` is using CLUB_DATA_DIR" in line
+
+
+def test_club_up_refuses_a_taken_http_port(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        answer = club("up", CLUB_DATA_DIR=str(tmp_path), CLUB_HTTP_PORT=str(port))
+    assert answer.returncode == 2, answer.stderr
+    [line] = answer.stderr.splitlines()
+    assert line.startswith(f"club: CLUB_HTTP_PORT={port} on 127.0.0.1 cannot be used")
+    assert not (tmp_path / "postgres").exists()  # refused before starting anything
