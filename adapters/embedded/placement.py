@@ -51,7 +51,10 @@ def reachable_by_others(path: Path) -> bool:
 
 
 def place(root: Path, installed: Path, outside: Path = OUTSIDE) -> Placement:
-    """Where `nobody` can reach the data under `root` and the install `installed`."""
+    """Where `nobody` can reach the data under `root` and the install `installed`.
+    Paths are resolved: through a symlink, `nobody` must traverse the link's own
+    directories too, so the path checked must be the path used."""
+    root, installed = root.parent.resolve() / root.name, installed.resolve()
     if reachable_by_others(root) and reachable_by_others(installed / "bin"):
         return Placement(root, installed)
     moved = []

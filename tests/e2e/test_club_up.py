@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from tests.stack import club_env, eventually, wait_ready
 
 @contextmanager
 def club_up(
-    data_dir: Path, port: int, **env: str
+    data_dir: Path, port: int, python: str = sys.executable, **env: str
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`env` may name CLUB_DATABASE_URL or CLUB_NATS_URL; unnamed ones are embedded."""
     env = club_env("", "", CLUB_DATA_DIR=str(data_dir), CLUB_HTTP_PORT=str(port)) | env
@@ -36,7 +37,7 @@ def club_up(
             del env[name]  # nothing runs: embed
     log = (data_dir.parent / "up.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "entrypoints.cli", "up"], env=env, stdout=log, stderr=log
+        [python, "-m", "entrypoints.cli", "up"], env=env, stdout=log, stderr=log
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -185,16 +186,17 @@ def test_club_up_never_prints_a_password(database_url: str) -> None:
 
 
 def test_club_up_from_a_home_only_root_can_enter_serves() -> None:
-    """Issue #9, item 9: `make run` in /root/club, as root. (The binaries' copy is
-    tested in tests/integration/test_root_newcomer.py; here the data moves.)"""
+    """Issue #9, item 9: `make run` in /root/club, as root, with the clone's own
+    .venv (the project's packages, hard-linked) behind the closed door."""
     home = scratch_dir("club-up-root-") / "root"
     home.mkdir()
     home.chmod(0o700)
-    data_dir = home / "club" / ".club"
-    data_dir.mkdir(parents=True)
+    clone = home / "club"
+    python = venv_inside(clone / ".venv")
+    data_dir = clone / ".club"
     moved = placement.OUTSIDE / _digest(data_dir / "postgres")
     try:
-        with club_up(data_dir, free_port()) as (api, proc):
+        with club_up(data_dir, free_port(), python=python) as (api, proc):
             assert httpx.get(f"{api}/readyz").status_code == 200
             enroll_one(api)
             eventually(lambda: confirmed(api) == 1)
@@ -202,11 +204,26 @@ def test_club_up_from_a_home_only_root_can_enter_serves() -> None:
         printed = up_log(data_dir)
         if os.geteuid() == 0:
             assert f"cannot enter {home}: its data is kept in {moved}" in printed
+            assert f"binaries copied to {moved}/pginstall/" in printed
             assert (moved / "server/pgdata/PG_VERSION").exists()
     finally:
         shutil.rmtree(moved, ignore_errors=True)
         with contextlib.suppress(OSError):  # only if nothing else lives there
             placement.OUTSIDE.rmdir()
+
+
+def venv_inside(venv: Path) -> str:
+    """A virtualenv at `venv` with this one's packages and nats-server, linked."""
+    base = Path(sysconfig.get_config_var("BINDIR")) / "python3"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True)
+    here = Path(sysconfig.get_path("purelib"))
+    there = venv / here.relative_to(sys.prefix)
+    shutil.rmtree(there)
+    shutil.copytree(here, there, copy_function=os.link, symlinks=True)
+    os.link(
+        Path(sysconfig.get_path("scripts")) / "nats-server", venv / "bin/nats-server"
+    )
+    return str(venv / "bin/python")
 
 
 def _digest(path: Path) -> str:
