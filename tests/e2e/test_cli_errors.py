@@ -5,13 +5,13 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from entrypoints import cli, preflight
 from entrypoints.masking import masked
 from entrypoints.settings import ConfigError, Settings
+from tests.servers import scratch_dir
 from tests.stack import club_env
 
 
@@ -110,7 +110,10 @@ def test_a_roles_log_masks_a_url_an_error_quotes() -> None:
     assert "hunter2" not in logged
 
 
-def test_club_up_refuses_a_data_dir_it_cannot_use(tmp_path: Path) -> None:
+def test_club_up_refuses_a_data_dir_it_cannot_use() -> None:
+    # scratch dirs, not tmp_path: under root's 700 pytest dir, a club up that did
+    # start would put its data in /var/lib/club (see adapters/embedded/placement.py)
+    tmp_path = scratch_dir("club-cli-")
     a_file = tmp_path / "a-file"
     a_file.write_text("")
     answer = club("up", CLUB_DATA_DIR=str(a_file / "club"))
@@ -120,7 +123,8 @@ def test_club_up_refuses_a_data_dir_it_cannot_use(tmp_path: Path) -> None:
     assert "you may write" in line
 
 
-def test_a_second_club_up_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
+def test_a_second_club_up_on_the_same_data_dir_is_refused() -> None:
+    tmp_path = scratch_dir("club-cli-")
     held = preflight.claim_data_dir(Settings.from_env({"CLUB_DATA_DIR": str(tmp_path)}))
     try:
         answer = club("up", CLUB_DATA_DIR=str(tmp_path))
@@ -131,7 +135,8 @@ def test_a_second_club_up_on_the_same_data_dir_is_refused(tmp_path: Path) -> Non
     assert "another `club up` is using CLUB_DATA_DIR" in line
 
 
-def test_club_up_refuses_a_taken_http_port(tmp_path: Path) -> None:
+def test_club_up_refuses_a_taken_http_port() -> None:
+    tmp_path = scratch_dir("club-cli-")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
