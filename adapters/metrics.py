@@ -20,3 +20,9 @@ POISON_EVENTS = Counter(
     "alert on any increase.",
     ["consumer"],
 )
+WORK_OVER_AGE = Counter(
+    "club_work_over_age",
+    "Jobs started past their work class's age limit (they still run): heavy work "
+    "waiting behind urgent work for too long.",
+    ["work_class"],
+)

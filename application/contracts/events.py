@@ -135,8 +135,43 @@ class EnrollmentCancelledV1:
         )
 
 
+@attrs.frozen(kw_only=True)
+class ExportRequestedV1:
+    """A roster export was asked for: the export worker's job (heavy work)."""
+
+    TYPE: ClassVar[str] = "ExportRequested"
+    VERSION: ClassVar[int] = 1
+
+    export_id: UUID
+    lesson_id: UUID
+    lesson_version: int
+    requested_at: datetime
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "export_id": str(self.export_id),
+            "lesson_id": str(self.lesson_id),
+            "lesson_version": self.lesson_version,
+            "requested_at": _rfc3339(self.requested_at),
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ExportRequestedV1:
+        return cls(
+            export_id=UUID(data["export_id"]),
+            lesson_id=UUID(data["lesson_id"]),
+            lesson_version=int(data["lesson_version"]),
+            requested_at=datetime.fromisoformat(data["requested_at"]),
+        )
+
+
 # What consumers see: the current version of each event type.
-CurrentEvent = LessonScheduledV1 | EnrollmentConfirmedV2 | EnrollmentCancelledV1
+CurrentEvent = (
+    LessonScheduledV1
+    | EnrollmentConfirmedV2
+    | EnrollmentCancelledV1
+    | ExportRequestedV1
+)
 PublishedEvent = CurrentEvent | EnrollmentConfirmedV1
 
 # Every (type, schema_version) ever published, and how to read it as current.
@@ -147,12 +182,14 @@ READERS: dict[tuple[str, int], Callable[[dict[str, Any]], CurrentEvent]] = {
     ),
     ("EnrollmentConfirmed", 2): EnrollmentConfirmedV2.from_data,
     ("EnrollmentCancelled", 1): EnrollmentCancelledV1.from_data,
+    ("ExportRequested", 1): ExportRequestedV1.from_data,
 }
 EVERY_VERSION: tuple[type[PublishedEvent], ...] = (
     LessonScheduledV1,
     EnrollmentConfirmedV1,
     EnrollmentConfirmedV2,
     EnrollmentCancelledV1,
+    ExportRequestedV1,
 )
 
 

@@ -15,11 +15,13 @@ from application.contracts.events import (
     CurrentEvent,
     EnrollmentCancelledV1,
     EnrollmentConfirmedV2,
+    ExportRequestedV1,
     LessonScheduledV1,
     PublishedEvent,
 )
 from application.ids import event_id
 from domain.enrollment import Enrollment
+from domain.export import Export
 from domain.lesson import Lesson
 
 
@@ -52,12 +54,22 @@ def _enrollment_cancelled(e: Enrollment.Cancelled) -> EnrollmentCancelledV1:
     )
 
 
+def _export_requested(e: Export.Requested) -> ExportRequestedV1:
+    return ExportRequestedV1(
+        export_id=e.originator_id,
+        lesson_id=e.lesson_id,
+        lesson_version=e.lesson_version,
+        requested_at=e.requested_at,
+    )
+
+
 # Internal event class -> (subject aggregate token, published encoder).
 # Events missing here (a lesson's seat bookkeeping) stay internal.
 PUBLISHED: dict[type[Any], tuple[str, Callable[[Any], PublishedEvent]]] = {
     Lesson.Scheduled: ("lesson", _lesson_scheduled),
     Enrollment.Confirmed: ("enrollment", _enrollment_confirmed),
     Enrollment.Cancelled: ("enrollment", _enrollment_cancelled),
+    Export.Requested: ("export", _export_requested),
 }
 
 _PUBLISHED_TOPICS = frozenset(get_topic(cls) for cls in PUBLISHED)

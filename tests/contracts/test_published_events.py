@@ -18,12 +18,14 @@ from application.contracts.mapping import UnknownSchemaError, decode, to_envelop
 from application.ids import event_id
 from domain.enrollment import Enrollment
 from domain.errors import DomainError
+from domain.export import Export
 from domain.lesson import Lesson
 
 EXAMPLES = Path(__file__).parent / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*/v*.json"))
 SUBJECT_OF = {"LessonScheduled": "lesson", "EnrollmentConfirmed": "enrollment",
-              "EnrollmentCancelled": "enrollment"}  # fmt: skip
+              "EnrollmentCancelled": "enrollment",
+              "ExportRequested": "export"}  # fmt: skip
 
 
 def load(path: Path) -> Envelope:
@@ -154,7 +156,9 @@ def test_stored_topics_are_pinned() -> None:
     topics = {
         f"{cls.__module__}:{cls.__qualname__}"
         for cls in (Lesson.Scheduled, Lesson.SeatTaken, Lesson.SeatReleased,
-                    Enrollment.Confirmed, Enrollment.Cancelled)
+                    Enrollment.Confirmed, Enrollment.Cancelled,
+                    Export.Requested, Export.Started, Export.Succeeded,
+                    Export.Failed)
     }  # fmt: skip
     assert topics == {
         "domain.lesson:Lesson.Scheduled",
@@ -162,4 +166,32 @@ def test_stored_topics_are_pinned() -> None:
         "domain.lesson:Lesson.SeatReleased",
         "domain.enrollment:Enrollment.Confirmed",
         "domain.enrollment:Enrollment.Cancelled",
+        "domain.export:Export.Requested",
+        "domain.export:Export.Started",
+        "domain.export:Export.Succeeded",
+        "domain.export:Export.Failed",
     }
+
+
+def test_export_requested_is_published_and_its_progress_stays_internal() -> None:
+    """The request is the worker's job; started/succeeded/failed are read from the
+    event store by GET /operations, never published."""
+    requested_at = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
+    export = Export.request(
+        export_id=uuid4(), lesson_id=uuid4(), lesson_version=3,
+        requested_at=requested_at,
+    )  # fmt: skip
+    export.start(now=requested_at)
+    export.succeed(result_name="x.csv", rows=0, now=requested_at)
+    requested, *progress = export.collect_events()
+    envelope = to_envelope(requested)
+    assert envelope is not None
+    assert envelope.subject == "club.events.export.ExportRequested"
+    assert envelope.event_id == event_id(export.id, 1)
+    assert decode(envelope).to_data() == {
+        "export_id": str(export.id),
+        "lesson_id": str(export.lesson_id),
+        "lesson_version": 3,
+        "requested_at": "2026-11-30T09:15:00Z",
+    }
+    assert [to_envelope(e) for e in progress] == [None, None]

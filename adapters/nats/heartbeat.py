@@ -1,0 +1,53 @@
+"""A `Worker` whose messages keep their lease while their job runs.
+
+JetStream redelivers a message nobody acked within `ack_wait`. A heavy job (an
+export of a big roster) may run longer than that; without a word from the worker,
+a second worker would start the same export while the first still writes it. So,
+while a job runs, this worker tells the broker "still working" (`+WPI`, an
+in-progress ack, which restarts the ack_wait clock) every `ack_wait / 3`: two
+beats may be lost before the lease lapses. A worker that dies stops beating, and
+the message is redelivered within one ack_wait, as before.
+
+The job knows nothing of this (the Worker stays generic): the beat runs on the
+event loop beside the job, whose blocking part runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+from nats.aio.msg import Msg
+
+from adapters.nats.streams import ACK_WAIT_S
+from adapters.nats.worker import Worker
+from adapters.transient import TRANSIENT
+
+log = structlog.get_logger()
+BEATS_PER_ACK_WAIT = 3
+
+
+class HeartbeatWorker(Worker):
+    def __init__(self, *, ack_wait: float = ACK_WAIT_S, **worker: Any) -> None:
+        """`ack_wait`: the durable's, as `ensure_worker_consumer` created it."""
+        super().__init__(**worker)
+        self.beat_every = ack_wait / BEATS_PER_ACK_WAIT
+
+    async def handle(self, msg: Msg) -> None:
+        beating = asyncio.create_task(self._beat(msg))
+        try:
+            await super().handle(msg)
+        finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+
+    async def _beat(self, msg: Msg) -> None:
+        while True:
+            await asyncio.sleep(self.beat_every)
+            try:
+                await msg.in_progress()
+            except TRANSIENT as e:  # the next beat may get through
+                log.warning("worker.heartbeat_lost", worker=self.name, error=repr(e))
