@@ -17,13 +17,14 @@ import time
 
 import attrs
 
+from adapters.embedded.credentials import CredentialsFileError
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
 from entrypoints import bootstrap, preflight
 from entrypoints.masking import masked
-from entrypoints.settings import Settings
+from entrypoints.settings import ConfigError, Settings
 from entrypoints.watched import ServerGaveUpError, WatchedServer
 
 ROLES: tuple[tuple[str, ...], ...] = (
@@ -122,7 +123,10 @@ def _nats_urls(settings: Settings, servers: list[WatchedServer]) -> dict[str, st
         return {user.name: settings.nats_url for user in users}
     nats = EmbeddedNats(settings.data_dir / "nats", users=users)
     servers.append(WatchedServer("NATS", nats, _say))
-    nats.start()
+    try:
+        nats.start()
+    except CredentialsFileError as e:
+        raise ConfigError(str(e)) from None
     return {user.name: nats.url_for(user.name) for user in users}
 
 

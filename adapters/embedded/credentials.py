@@ -9,10 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
+class CredentialsFileError(ValueError):
+    """The credentials file is not what we wrote; the message says how to recover."""
+
+
 def load_or_create(path: Path, users: Iterable[str]) -> dict[str, str]:
     """Each user's password: kept across runs (a separately started role keeps
     working), generated for a user seen for the first time."""
-    known: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+    known = _read(path) if path.exists() else {}
     wanted = {user: known.get(user) or secrets.token_urlsafe(24) for user in users}
     if wanted != known:
         write_private(path, json.dumps(wanted, indent=2) + "\n")
@@ -28,3 +32,20 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as out:
         out.write(text)
     partial.replace(path)
+
+
+def _read(path: Path) -> dict[str, str]:
+    try:
+        known = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        known = None
+    if not isinstance(known, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in known.items()
+    ):
+        msg = (
+            f"{path} is not a JSON object of user names to passwords; fix it, or "
+            "delete it to have new passwords generated (roles started by hand then "
+            "need their new CLUB_NATS_URL)"
+        )
+        raise CredentialsFileError(msg)
+    return known

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from adapters.embedded.process import free_port
 from entrypoints import cli, preflight
 from entrypoints.masking import masked
 from entrypoints.settings import ConfigError, Settings
@@ -146,3 +147,13 @@ def test_club_up_refuses_a_taken_http_port() -> None:
     [line] = answer.stderr.splitlines()
     assert line.startswith(f"club: CLUB_HTTP_PORT={port} on 127.0.0.1 cannot be used")
     assert not (tmp_path / "postgres").exists()  # refused before starting anything
+
+
+def test_club_up_names_a_broken_credentials_file() -> None:
+    data_dir = scratch_dir("club-cli-")
+    (data_dir / "nats").mkdir()
+    (data_dir / "nats/credentials.json").write_text('{"relay": 42')
+    answer = club("up", CLUB_DATA_DIR=str(data_dir), CLUB_HTTP_PORT=str(free_port()))
+    assert answer.returncode == 2, answer.stderr
+    assert "credentials.json is not a JSON object" in answer.stderr.splitlines()[-1]
+    assert "Traceback" not in answer.stderr
