@@ -1,0 +1,204 @@
+"""The payment provider port over HTTP: the sandbox, or any provider of its shape.
+
+`POST {base}/payments` `{reference, amount_cents}` charges and `POST {base}/refunds`
+`{payment_id, amount_cents}` refunds, each under an `Idempotency-Key` header;
+`GET {base}/payments/{key}` and `GET {base}/refunds/{key}` look a key up (404:
+nothing under it). A decline is `402` with `decline_reason` and `payment_id`.
+This module only reports how far each request got and what came back;
+`application.payment` decides the class, exactly as for e-mail: refused before
+anything left is transient, anything after the request started to leave may hide
+a charge, so the outcome is unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+# The same transport facts as the e-mail client: one reading of httpx for both.
+from adapters.providers.email_http import NOTHING_SENT, _describe, _retry_after
+from application.payment import (
+    Payment,
+    PaymentError,
+    PaymentOutcomeUnknownError,
+    PaymentStatus,
+    Refund,
+    RefundStatus,
+    Stage,
+    TransientPaymentError,
+    check_amount,
+    check_key,
+    classify_http_status,
+    classify_transport,
+)
+
+S = TypeVar("S", PaymentStatus, RefundStatus)
+NOT_FOUND = 404
+CHARGED = {"pending": PaymentStatus.PENDING, "captured": PaymentStatus.CAPTURED}
+LOOKED_UP = CHARGED | {"declined": PaymentStatus.DECLINED}
+REFUNDED = {"pending": RefundStatus.PENDING, "succeeded": RefundStatus.SUCCEEDED}
+
+
+class HttpPaymentProvider:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        connect_timeout_s: float = 2.0,
+        read_timeout_s: float = 10.0,
+    ) -> None:
+        url = httpx.URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(
+                "CLUB_PAYMENT_PROVIDER_URL must look like http://host:port, "
+                f"got {base_url!r}"
+            )
+        # Bounded on every phase: a provider that hangs costs a timeout, not a saga.
+        timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
+        self._client = httpx.Client(base_url=url, timeout=timeout)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def charge(
+        self, reference: str, amount_cents: int, idempotency_key: str
+    ) -> Payment:
+        check_key(idempotency_key)
+        check_amount(amount_cents)
+        response = self._request(
+            "POST", "/payments", idempotency_key,
+            {"reference": reference, "amount_cents": amount_cents},
+        )  # fmt: skip
+        body = _accepted(response)
+        return Payment(
+            payment_id=_field(body, "id"),
+            status=_known(CHARGED, body.get("status")),
+            amount_cents=amount_cents,
+            replayed=response.headers.get("Idempotent-Replayed") == "true",
+        )
+
+    def status(self, idempotency_key: str) -> PaymentStatus:
+        check_key(idempotency_key)
+        body = self._lookup(f"/payments/{quote(idempotency_key, safe='')}")
+        if body is None:
+            return PaymentStatus.NOT_FOUND
+        return _lookup_answer(LOOKED_UP, body.get("status"))
+
+    def refund(
+        self, payment_id: str, amount_cents: int, idempotency_key: str
+    ) -> Refund:
+        check_key(idempotency_key)
+        check_amount(amount_cents)
+        response = self._request(
+            "POST", "/refunds", idempotency_key,
+            {"payment_id": payment_id, "amount_cents": amount_cents},
+        )  # fmt: skip
+        body = _accepted(response)
+        return Refund(
+            refund_id=_field(body, "id"),
+            payment_id=payment_id,
+            status=_known(REFUNDED, body.get("status")),
+            amount_cents=amount_cents,
+            replayed=response.headers.get("Idempotent-Replayed") == "true",
+        )
+
+    def refund_status(self, idempotency_key: str) -> RefundStatus:
+        check_key(idempotency_key)
+        body = self._lookup(f"/refunds/{quote(idempotency_key, safe='')}")
+        if body is None:
+            return RefundStatus.NOT_FOUND
+        return _lookup_answer(REFUNDED, body.get("status"))
+
+    def _lookup(self, path: str) -> dict[str, Any] | None:
+        """The body of a 200, None for a 404; any other outcome proves nothing, so
+        it is only ever transient: ask again later."""
+        try:
+            response = self._request("GET", path)
+        except PaymentOutcomeUnknownError as error:  # a lookup changes nothing
+            raise TransientPaymentError(str(error)) from error
+        if response.status_code == NOT_FOUND:
+            return None
+        if not response.is_success:
+            refusal = _refusal(response)
+            if isinstance(refusal, TransientPaymentError):
+                raise refusal
+            raise TransientPaymentError(f"status lookup failed: {refusal}") from refusal
+        try:
+            return _object(response)
+        except PaymentOutcomeUnknownError as error:  # an unreadable lookup: ask again
+            raise TransientPaymentError(str(error)) from error
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        idempotency_key: str | None = None,
+        json: dict[str, object] | None = None,
+    ) -> httpx.Response:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        try:
+            return self._client.request(method, path, json=json, headers=headers)
+        except NOTHING_SENT as error:
+            raise classify_transport(Stage.NOT_SENT, _describe(error)) from error
+        except httpx.TransportError as error:
+            raise classify_transport(Stage.SENT, _describe(error)) from error
+
+
+def _accepted(response: httpx.Response) -> dict[str, Any]:
+    if not response.is_success:
+        raise _refusal(response)
+    return _object(response)
+
+
+def _object(response: httpx.Response) -> dict[str, Any]:
+    # A 2xx whose body we cannot read still moved money: the outcome is unknown.
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise PaymentOutcomeUnknownError(
+            f"provider answered {response.status_code} with an unreadable body"
+        )
+    return body
+
+
+def _field(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value:
+        raise PaymentOutcomeUnknownError(f"provider's answer has no {name}")
+    return value
+
+
+def _known(table: dict[str, S], value: object) -> S:
+    if not isinstance(value, str) or value not in table:
+        raise PaymentOutcomeUnknownError(
+            f"provider answered an unknown status {value!r}"
+        )
+    return table[value]
+
+
+def _lookup_answer(table: dict[str, S], value: object) -> S:
+    try:
+        return _known(table, value)
+    except PaymentOutcomeUnknownError as error:
+        raise TransientPaymentError(str(error)) from error
+
+
+def _refusal(response: httpx.Response) -> PaymentError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    body = body if isinstance(body, dict) else {}
+    detail = str(body.get("detail") or response.reason_phrase)
+    reason, payment_id = body.get("decline_reason"), body.get("payment_id")
+    return classify_http_status(
+        response.status_code,
+        detail,
+        _retry_after(response.headers.get("Retry-After")),
+        decline_reason=reason if isinstance(reason, str) else None,
+        payment_id=payment_id if isinstance(payment_id, str) else None,
+    )
