@@ -39,3 +39,55 @@ class UnpairedSurrogateError(InvalidTextError):
 
 class TextLengthError(InvalidTextError):
     """The text is blank, or longer than its limit once normalised and trimmed."""
+
+
+class SeatNotHeldError(DomainError):
+    """The purchase holds no seat in this lesson (released, expired or converted)."""
+
+
+class InvalidPurchaseError(DomainError):
+    """A purchase's price or hold is out of bounds (a free lesson needs no purchase)."""
+
+
+class PurchaseStateError(DomainError):
+    """The purchase is not in a state that allows this step; nothing was recorded."""
+
+
+class NotAwaitingPaymentError(PurchaseStateError):
+    """A payment step for a purchase that is not (or no longer) waiting for one."""
+
+
+class PaymentStillCheckingError(PurchaseStateError):
+    """The payment's outcome is unknown: the seat stays held until a check says."""
+
+
+class HoldNotDueError(PurchaseStateError):
+    """The hold has not reached its expiry time yet."""
+
+
+class HoldNotActiveError(PurchaseStateError):
+    """The purchase no longer holds its seat: it was released or converted."""
+
+
+class NoCapturedPaymentError(PurchaseStateError):
+    """Access, a refund or an alternative needs a captured payment first."""
+
+
+class NotRefundableError(PurchaseStateError):
+    """Only a captured payment that bought no seat is refunded."""
+
+
+class RefundNotPendingError(PurchaseStateError):
+    """A refund step for a purchase with no refund intent recorded."""
+
+
+class NoAlternativeOfferedError(PurchaseStateError):
+    """An alternative lesson is taken only while one is on offer."""
+
+
+class PaymentMismatchError(DomainError):
+    """A fact names another payment than the one the purchase recorded."""
+
+
+class AlternativePriceError(DomainError):
+    """The alternative lesson costs other than what the student paid."""

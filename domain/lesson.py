@@ -1,4 +1,4 @@
-"""The Lesson aggregate: a capacity and the seats taken in it."""
+"""The Lesson aggregate: a capacity, the seats taken in it and the seats held."""
 
 from __future__ import annotations
 
@@ -6,9 +6,15 @@ import copy
 from datetime import datetime, timedelta
 from uuid import UUID
 
+import attrs
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import AlreadyEnrolledError, InvalidLessonError, LessonFullError
+from domain.errors import (
+    AlreadyEnrolledError,
+    InvalidLessonError,
+    LessonFullError,
+    SeatNotHeldError,
+)
 from domain.text import single_line
 
 MAX_CAPACITY = 10_000
@@ -25,8 +31,20 @@ EARLIEST_YEAR, LATEST_YEAR = 2000, 8999
 MAX_UTC_OFFSET = timedelta(hours=14)
 
 
+@attrs.frozen(kw_only=True)
+class SeatHold:
+    """A seat kept for a purchase until its payment settles (or the hold expires)."""
+
+    student_id: str
+    until: datetime
+
+
 class Lesson(Aggregate):
-    """Guards the capacity rule: seats taken never exceed capacity."""
+    """Guards the capacity rule: seats taken plus seats held never exceed capacity.
+
+    A purchase's hold lives here, not on the purchase, so that it commits with the
+    seat count in one save: two students can never both hold the last seat.
+    """
 
     class Scheduled(Aggregate.Created):
         title: str
@@ -39,6 +57,18 @@ class Lesson(Aggregate):
         student_id: str
 
     class SeatReleased(Aggregate.Event):
+        enrollment_id: UUID
+
+    class SeatHeld(Aggregate.Event):
+        purchase_id: UUID
+        student_id: str
+        until: datetime
+
+    class HoldReleased(Aggregate.Event):
+        purchase_id: UUID
+
+    class HoldConverted(Aggregate.Event):
+        purchase_id: UUID
         enrollment_id: UUID
 
     @event(Scheduled)
@@ -55,6 +85,7 @@ class Lesson(Aggregate):
         self.starts_at = starts_at
         self.price_cents = price_cents
         self.seats: dict[UUID, str] = {}
+        self.holds: dict[UUID, SeatHold] = {}
 
     @classmethod
     def schedule(
@@ -97,6 +128,7 @@ class Lesson(Aggregate):
         enrollment). Everything but the seat map and pending events is immutable."""
         clone = copy.copy(self)
         clone.seats = dict(self.seats)
+        clone.holds = dict(self.holds)  # its values are frozen
         clone._pending_events = list(self._pending_events)
         return clone
 
@@ -104,17 +136,43 @@ class Lesson(Aggregate):
     def seats_taken(self) -> int:
         return len(self.seats)
 
+    @property
+    def seats_held(self) -> int:
+        return len(self.holds)
+
     def holds_seat_for(self, student_id: str) -> bool:
-        return student_id in self.seats.values()
+        """A taken seat or a purchase's hold: either way the student has one."""
+        return student_id in self.seats.values() or any(
+            hold.student_id == student_id for hold in self.holds.values()
+        )
 
     def take_seat(self, *, enrollment_id: UUID, student_id: str) -> None:
+        self._check_free_seat_for(student_id)
+        self._take_seat(enrollment_id=enrollment_id, student_id=student_id)
+
+    def hold_seat(self, *, purchase_id: UUID, student_id: str, until: datetime) -> None:
+        """Keep a seat for a purchase; the saga releases or converts it."""
+        self._check_free_seat_for(student_id)
+        self._hold_seat(purchase_id=purchase_id, student_id=student_id, until=until)
+
+    def release_hold(self, *, purchase_id: UUID) -> None:
+        if purchase_id in self.holds:
+            self._release_hold(purchase_id=purchase_id)
+
+    def convert_hold(self, *, purchase_id: UUID, enrollment_id: UUID) -> None:
+        """The held seat becomes a taken one: the count of seats does not move."""
+        if purchase_id not in self.holds:
+            msg = f"purchase {purchase_id} holds no seat in lesson {self.id}"
+            raise SeatNotHeldError(msg)
+        self._convert_hold(purchase_id=purchase_id, enrollment_id=enrollment_id)
+
+    def _check_free_seat_for(self, student_id: str) -> None:
         if self.holds_seat_for(student_id):
             msg = f"student {student_id} already holds a seat in lesson {self.id}"
             raise AlreadyEnrolledError(msg)
-        if self.seats_taken >= self.capacity:
-            msg = f"all {self.capacity} seats of lesson {self.id} are taken"
+        if self.seats_taken + self.seats_held >= self.capacity:
+            msg = f"all {self.capacity} seats of lesson {self.id} are taken or held"
             raise LessonFullError(msg)
-        self._take_seat(enrollment_id=enrollment_id, student_id=student_id)
 
     def release_seat(self, *, enrollment_id: UUID) -> None:
         if enrollment_id in self.seats:
@@ -127,3 +185,15 @@ class Lesson(Aggregate):
     @event(SeatReleased)
     def _release_seat(self, enrollment_id: UUID) -> None:
         del self.seats[enrollment_id]
+
+    @event(SeatHeld)
+    def _hold_seat(self, purchase_id: UUID, student_id: str, until: datetime) -> None:
+        self.holds[purchase_id] = SeatHold(student_id=student_id, until=until)
+
+    @event(HoldReleased)
+    def _release_hold(self, purchase_id: UUID) -> None:
+        del self.holds[purchase_id]
+
+    @event(HoldConverted)
+    def _convert_hold(self, purchase_id: UUID, enrollment_id: UUID) -> None:
+        self.seats[enrollment_id] = self.holds.pop(purchase_id).student_id

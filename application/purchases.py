@@ -1,0 +1,361 @@
+"""Purchase use cases: each records one fact, in one save with the seat it moves.
+
+A purchase's hold lives on the lesson, so every step that changes the seat (hold,
+release, conversion to an enrollment) saves the purchase, the lesson and the
+enrollment together: the seat count and the process can never disagree. A step
+that loses a race on the lesson's version is decided again on fresh state.
+What step comes next is not decided here: `application.saga.decide` does that.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from uuid import UUID, uuid5
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+from application.club import ClubApplication
+from application.errors import ContentionError, NotFoundError
+from application.idempotency import KeyReusedError
+from application.ids import CLUB_NS
+from application.purchase_view import PurchaseView, view_of
+from domain.enrollment import Enrollment
+from domain.errors import AlternativePriceError
+from domain.purchase import Purchase, Status
+
+MAX_ATTEMPTS = 50
+KEY_PREFIX = "purchase-"
+
+# What one step does to a fresh purchase; returns the other aggregates to save.
+Step = Callable[[Purchase], list[Aggregate]]
+
+
+def purchase_id_for(lesson_id: UUID, request_id: str) -> UUID:
+    """A retried reservation finds the purchase its first attempt committed."""
+    return uuid5(CLUB_NS, f"purchase:{lesson_id}:{request_id}")
+
+
+def alternative_id_for(purchase_id: UUID, lesson_id: UUID) -> UUID:
+    """Consenting twice to the same alternative names the same new purchase."""
+    return uuid5(CLUB_NS, f"alternative:{purchase_id}:{lesson_id}")
+
+
+def enrollment_id_of(purchase_id: UUID) -> UUID:
+    return uuid5(CLUB_NS, f"enrollment-of-purchase:{purchase_id}")
+
+
+def purchase_id_from_key(idempotency_key: str) -> UUID | None:
+    """The purchase a payment key names (webhooks carry our key), or None."""
+    if not idempotency_key.startswith(KEY_PREFIX):
+        return None
+    try:
+        return UUID(idempotency_key.removeprefix(KEY_PREFIX))
+    except ValueError:
+        return None
+
+
+class Purchases:
+    """The purchase's use cases on the Club application's one event store."""
+
+    def __init__(self, app: ClubApplication) -> None:
+        self._app = app
+
+    def reserve(
+        self,
+        *,
+        lesson_id: UUID,
+        student_id: str,
+        request_id: str,
+        now: datetime,
+        hold_seconds: float,
+    ) -> PurchaseView:
+        """Hold a seat at the lesson's current price until `now + hold_seconds`."""
+        purchase_id = purchase_id_for(lesson_id, request_id)
+        for attempt in range(MAX_ATTEMPTS):
+            earlier = self._find(purchase_id)
+            if earlier is not None:  # the first attempt's reply was lost
+                if earlier.student_id != student_id:
+                    raise KeyReusedError(request_id)
+                return view_of(earlier)
+            lesson = self._app.get_lesson(lesson_id)
+            purchase = Purchase.reserve(
+                purchase_id=purchase_id,
+                lesson_id=lesson_id,
+                student_id=student_id,
+                request_id=request_id,
+                price_cents=lesson.price_cents,
+                now=now,
+                hold=timedelta(seconds=hold_seconds),
+            )
+            lesson.hold_seat(
+                purchase_id=purchase_id,
+                student_id=student_id,
+                until=purchase.hold_expires_at,
+            )
+            try:
+                self._app.save(lesson, purchase)
+            except IntegrityError:
+                _back_off(attempt)
+                continue
+            return view_of(purchase)
+        raise ContentionError(f"lesson {lesson_id} is too busy, try again")
+
+    def get(self, purchase_id: UUID) -> Purchase:
+        purchase = self._find(purchase_id)
+        if purchase is None:
+            raise NotFoundError("purchase", purchase_id)
+        return purchase
+
+    def view(self, purchase_id: UUID) -> PurchaseView:
+        return view_of(self.get(purchase_id))
+
+    # -- the money: facts the provider reports --------------------------------
+
+    def request_payment(self, purchase_id: UUID, *, next_check_at: datetime) -> None:
+        self._change(
+            purchase_id,
+            _only(lambda p: p.request_payment(next_check_at=next_check_at)),
+        )
+
+    def record_payment_unknown(
+        self, purchase_id: UUID, *, reason: str, next_check_at: datetime, owner: str
+    ) -> None:
+        self._change(
+            purchase_id,
+            _only(
+                lambda p: p.record_outcome_unknown(
+                    reason=reason, next_check_at=next_check_at, owner=owner
+                )
+            ),
+        )
+
+    def schedule_check(
+        self, purchase_id: UUID, *, reason: str, next_check_at: datetime
+    ) -> None:
+        self._change(
+            purchase_id,
+            _only(
+                lambda p: p.schedule_check(reason=reason, next_check_at=next_check_at)
+            ),
+        )
+
+    def record_payment_not_taken(
+        self, purchase_id: UUID, *, reason: str, retry_at: datetime
+    ) -> None:
+        self._change(
+            purchase_id,
+            _only(lambda p: p.record_not_taken(reason=reason, retry_at=retry_at)),
+        )
+
+    def record_payment_declined(
+        self, purchase_id: UUID, *, reason: str
+    ) -> PurchaseView:
+        """A decline for a payment already settled (captured, or found absent) is a
+        stale report, out of order: it changes nothing."""
+
+        def decline(purchase: Purchase) -> list[Aggregate]:
+            if not purchase.payment_open:
+                return []
+            was_holding = purchase.hold_active
+            purchase.record_declined(reason=reason)
+            return self._released(purchase) if was_holding else []
+
+        return self._change(purchase_id, decline)
+
+    def record_payment_captured(
+        self, purchase_id: UUID, *, payment_id: str, amount_cents: int
+    ) -> PurchaseView:
+        """Recorded whenever it comes, late or repeated; the saga decides next."""
+        return self._change(
+            purchase_id,
+            _only(
+                lambda p: p.record_captured(
+                    payment_id=payment_id, amount_cents=amount_cents
+                )
+            ),
+        )
+
+    # -- the seat -------------------------------------------------------------
+
+    def expire_hold(self, purchase_id: UUID, *, now: datetime) -> PurchaseView:
+        def expire(purchase: Purchase) -> list[Aggregate]:
+            purchase.expire_hold(now=now)
+            return self._released(purchase)
+
+        return self._change(purchase_id, expire)
+
+    def grant_access(self, purchase_id: UUID) -> PurchaseView:
+        """The held seat becomes an enrollment, confirmed in the same save."""
+
+        def grant(purchase: Purchase) -> list[Aggregate]:
+            enrollment_id = enrollment_id_of(purchase.id)
+            purchase.grant_access(enrollment_id=enrollment_id)
+            lesson = self._app.get_lesson(purchase.lesson_id)
+            lesson.convert_hold(purchase_id=purchase.id, enrollment_id=enrollment_id)
+            enrollment = Enrollment.confirm(
+                enrollment_id=enrollment_id,
+                lesson_id=lesson.id,
+                student_id=purchase.student_id,
+                request_id=purchase.request_id,
+                lesson_starts_at=lesson.starts_at,
+            )
+            return [lesson, enrollment]
+
+        return self._change(purchase_id, grant)
+
+    # -- compensation ---------------------------------------------------------
+
+    def offer_alternative(
+        self, purchase_id: UUID, *, offer_expires_at: datetime
+    ) -> PurchaseView:
+        return self._change(
+            purchase_id,
+            _only(lambda p: p.offer_alternative(offer_expires_at=offer_expires_at)),
+        )
+
+    def accept_alternative(
+        self, purchase_id: UUID, *, lesson_id: UUID, now: datetime
+    ) -> PurchaseView:
+        """Only with the student's consent: a NEW seat in `lesson_id`, paid by the
+        late payment. The old hold is never revived and no seat is added: a full
+        lesson refuses (LessonFullError) and the offer stands."""
+        new_id = alternative_id_for(purchase_id, lesson_id)
+
+        def accept(old: Purchase) -> list[Aggregate]:
+            if old.alternative_purchase_id == new_id:
+                return []  # the same consent again
+            lesson = self._app.get_lesson(lesson_id)
+            if lesson.price_cents != old.captured_cents:
+                msg = (
+                    f"lesson {lesson_id} costs {lesson.price_cents} cents; "
+                    f"the payment was {old.captured_cents}"
+                )
+                raise AlternativePriceError(msg)
+            old.accept_alternative(lesson_id=lesson_id, purchase_id=new_id)
+            assert old.payment_id is not None  # noqa: S101 - an offer follows a capture
+            new = Purchase.reserve(
+                purchase_id=new_id,
+                lesson_id=lesson_id,
+                student_id=old.student_id,
+                request_id=f"alternative-of-{old.id}",
+                price_cents=lesson.price_cents,
+                now=now,
+                hold=timedelta(minutes=1),  # converted in this same save
+            )
+            lesson.hold_seat(
+                purchase_id=new_id, student_id=old.student_id, until=new.hold_expires_at
+            )
+            new.record_transfer(
+                from_purchase_id=old.id,
+                payment_id=old.payment_id,
+                amount_cents=old.captured_cents,
+            )
+            enrollment_id = enrollment_id_of(new_id)
+            new.grant_access(enrollment_id=enrollment_id)
+            lesson.convert_hold(purchase_id=new_id, enrollment_id=enrollment_id)
+            enrollment = Enrollment.confirm(
+                enrollment_id=enrollment_id,
+                lesson_id=lesson_id,
+                student_id=old.student_id,
+                request_id=f"alternative-of-{old.id}",
+                lesson_starts_at=lesson.starts_at,
+            )
+            return [lesson, new, enrollment]
+
+        return self._change(purchase_id, accept)
+
+    def request_refund(self, purchase_id: UUID, *, now: datetime) -> PurchaseView:
+        """The intent, with its stable key, commits before any call to the provider."""
+
+        def refund(purchase: Purchase) -> list[Aggregate]:
+            was_holding = purchase.hold_active
+            purchase.request_refund(now=now)
+            return self._released(purchase) if was_holding else []
+
+        return self._change(purchase_id, refund)
+
+    def record_refund_accepted(
+        self, purchase_id: UUID, *, refund_id: str, next_check_at: datetime
+    ) -> None:
+        self._change(
+            purchase_id,
+            _only(
+                lambda p: p.record_refund_accepted(
+                    refund_id=refund_id, next_check_at=next_check_at
+                )
+            ),
+        )
+
+    def schedule_refund_retry(
+        self, purchase_id: UUID, *, reason: str, next_attempt_at: datetime
+    ) -> None:
+        self._change(
+            purchase_id,
+            _only(
+                lambda p: p.schedule_refund_retry(
+                    reason=reason, next_attempt_at=next_attempt_at
+                )
+            ),
+        )
+
+    def record_refunded(self, purchase_id: UUID, *, refund_id: str) -> PurchaseView:
+        return self._change(
+            purchase_id, _only(lambda p: p.record_refunded(refund_id=refund_id))
+        )
+
+    def require_review(
+        self, purchase_id: UUID, *, reason: str, owner: str
+    ) -> PurchaseView:
+        return self._change(
+            purchase_id, _only(lambda p: p.require_review(reason=reason, owner=owner))
+        )
+
+    # -- plumbing -------------------------------------------------------------
+
+    def _released(self, purchase: Purchase) -> list[Aggregate]:
+        lesson = self._app.get_lesson(purchase.lesson_id)
+        lesson.release_hold(purchase_id=purchase.id)
+        return [lesson]
+
+    def _change(self, purchase_id: UUID, step: Step) -> PurchaseView:
+        """get -> step -> save, again on fresh state if a racing save came first."""
+        for attempt in range(MAX_ATTEMPTS):
+            purchase = self.get(purchase_id)
+            others = step(purchase)
+            try:
+                self._app.save(purchase, *others)
+            except IntegrityError:
+                _back_off(attempt)
+                continue
+            return view_of(purchase)
+        raise ContentionError(f"purchase {purchase_id} is too busy, try again")
+
+    def _find(self, purchase_id: UUID) -> Purchase | None:
+        try:
+            found: object = self._app.repository.get(purchase_id)
+        except AggregateNotFoundError:
+            return None
+        return found if isinstance(found, Purchase) else None
+
+
+def _only(act: Callable[[Purchase], None]) -> Step:
+    """A step that changes the purchase alone."""
+
+    def step(purchase: Purchase) -> list[Aggregate]:
+        act(purchase)
+        return []
+
+    return step
+
+
+def _back_off(attempt: int) -> None:
+    """A jittered, growing pause: colliding writers spread out, not re-collide."""
+    time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))  # noqa: S311
+
+
+__all__ = ["PurchaseView", "Purchases", "Status"]
