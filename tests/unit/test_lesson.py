@@ -12,6 +12,7 @@ from domain.errors import (
     ControlCharacterError,
     InvalidLessonError,
     LessonFullError,
+    SeatNotHeldError,
     TextLengthError,
 )
 from domain.lesson import Lesson
@@ -190,3 +191,127 @@ def test_a_copied_lesson_takes_seats_without_touching_the_original() -> None:
     assert original.collect_events() == []
     assert len(clone.collect_events()) == 1
     assert (original.version, clone.version) == (2, 3)
+
+
+UNTIL = STARTS - timedelta(days=1)
+
+
+def test_hold_seat_records_seat_held_and_counts_it() -> None:
+    lesson = scheduled()
+    purchase_id = uuid4()
+    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
+    [event] = lesson.collect_events()
+    assert isinstance(event, Lesson.SeatHeld)
+    assert (event.purchase_id, event.student_id, event.until) == (
+        purchase_id,
+        "s-1",
+        UNTIL,
+    )
+    assert (lesson.seats_held, lesson.seats_taken) == (1, 0)
+
+
+def test_a_held_seat_is_not_taken_by_anyone_else() -> None:
+    lesson = scheduled(capacity=1)
+    lesson.hold_seat(purchase_id=uuid4(), student_id="s-1", until=UNTIL)
+    lesson.collect_events()
+    with pytest.raises(LessonFullError):
+        lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    with pytest.raises(LessonFullError):
+        lesson.hold_seat(purchase_id=uuid4(), student_id="s-3", until=UNTIL)
+    assert lesson.collect_events() == []
+
+
+def test_a_student_with_a_hold_or_a_seat_gets_no_second_one() -> None:
+    lesson = scheduled(capacity=3)
+    lesson.hold_seat(purchase_id=uuid4(), student_id="s-1", until=UNTIL)
+    lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    with pytest.raises(AlreadyEnrolledError):
+        lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+    with pytest.raises(AlreadyEnrolledError):
+        lesson.hold_seat(purchase_id=uuid4(), student_id="s-2", until=UNTIL)
+
+
+def test_a_released_hold_frees_the_seat_and_releasing_twice_records_nothing() -> None:
+    lesson = scheduled(capacity=1)
+    purchase_id = uuid4()
+    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
+    lesson.release_hold(purchase_id=purchase_id)
+    lesson.collect_events()
+    lesson.release_hold(purchase_id=purchase_id)
+    assert lesson.collect_events() == []
+    lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    assert (lesson.seats_held, lesson.seats_taken) == (0, 1)
+
+
+def test_convert_hold_turns_the_held_seat_into_a_taken_one() -> None:
+    lesson = scheduled(capacity=1)
+    purchase_id, enrollment_id = uuid4(), uuid4()
+    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
+    lesson.collect_events()
+    lesson.convert_hold(purchase_id=purchase_id, enrollment_id=enrollment_id)
+    [event] = lesson.collect_events()
+    assert isinstance(event, Lesson.HoldConverted)
+    assert lesson.seats == {enrollment_id: "s-1"}
+    assert (lesson.seats_held, lesson.seats_taken) == (0, 1)
+
+
+def test_converting_a_hold_that_is_gone_is_refused() -> None:
+    lesson = scheduled()
+    purchase_id = uuid4()
+    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
+    lesson.release_hold(purchase_id=purchase_id)
+    with pytest.raises(SeatNotHeldError):
+        lesson.convert_hold(purchase_id=purchase_id, enrollment_id=uuid4())
+
+
+def test_a_copied_lesson_holds_seats_without_touching_the_original() -> None:
+    import copy
+
+    original = scheduled(capacity=3)
+    original.hold_seat(purchase_id=uuid4(), student_id="s-1", until=UNTIL)
+    original.collect_events()
+    clone = copy.deepcopy(original)
+    clone.hold_seat(purchase_id=uuid4(), student_id="s-2", until=UNTIL)
+    assert (original.seats_held, clone.seats_held) == (1, 2)
+
+
+@given(
+    capacity=st.integers(1, 4),
+    commands=st.lists(
+        st.tuples(st.sampled_from(["take", "hold", "release", "convert"]),
+                  st.integers(0, 6)),
+        max_size=40,
+    ),
+)  # fmt: skip
+def test_taken_plus_held_never_exceed_capacity_and_replay_equals_live(
+    capacity, commands
+) -> None:
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(), title="Yoga", capacity=capacity, starts_at=STARTS,
+        price_cents=100,
+    )  # fmt: skip
+    holds: dict[int, object] = {}
+    for command, student in commands:
+        try:
+            if command == "take":
+                lesson.take_seat(enrollment_id=uuid4(), student_id=f"s-{student}")
+            elif command == "hold":
+                purchase_id = uuid4()
+                lesson.hold_seat(
+                    purchase_id=purchase_id, student_id=f"s-{student}", until=UNTIL
+                )
+                holds[student] = purchase_id
+            elif command == "release" and student in holds:
+                lesson.release_hold(purchase_id=holds.pop(student))  # type: ignore[arg-type]
+            elif command == "convert" and student in holds:
+                lesson.convert_hold(
+                    purchase_id=holds.pop(student),  # type: ignore[arg-type]
+                    enrollment_id=uuid4(),
+                )
+        except (LessonFullError, AlreadyEnrolledError):
+            pass
+        assert lesson.seats_taken + lesson.seats_held <= capacity
+    replayed = None
+    for event in lesson.collect_events():
+        replayed = event.mutate(replayed)
+    assert vars(replayed) == vars(lesson)
