@@ -32,7 +32,12 @@ log = logging.getLogger(__name__)
 
 
 class WebhookSender:
-    def __init__(self, sandbox: PaymentSandbox, url: str | None, secret: str) -> None:
+    def __init__(
+        self, sandbox: PaymentSandbox, url: str | None, secret: str, *,
+        max_attempts: int = MAX_ATTEMPTS, first_backoff_s: float = FIRST_BACKOFF_S,
+    ) -> None:  # fmt: skip
+        self._max_attempts = max_attempts
+        self._first_backoff_s = first_backoff_s
         self._sandbox = sandbox
         self._url = url
         self._secret = secret
@@ -73,8 +78,8 @@ class WebhookSender:
             return
         attempts = webhook.attempts + 1
         retry_at = None
-        if attempts < MAX_ATTEMPTS:
-            backoff = min(MAX_BACKOFF_S, FIRST_BACKOFF_S * 2 ** (attempts - 1))
+        if attempts < self._max_attempts:
+            backoff = min(MAX_BACKOFF_S, self._first_backoff_s * 2 ** (attempts - 1))
             retry_at = clock() + backoff * self._jitter.uniform(0.5, 1.0)
         store.failed(webhook.seq, error, retry_at, clock())
 

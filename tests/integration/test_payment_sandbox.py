@@ -4,8 +4,12 @@ each knob, refunds, and hostile input."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
+import sys
 import time
+from urllib.parse import quote
 from uuid import uuid4
 
 import httpx
@@ -14,6 +18,9 @@ import pytest
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, verify_signature
 from entrypoints.sandbox.knobs import KnobError
 from entrypoints.sandbox.payment import create_app, parse_knob_args
+from entrypoints.sandbox.payment_provider import PaymentSandbox
+from entrypoints.sandbox.payment_request import read_charge
+from entrypoints.sandbox.payment_webhooks import WebhookSender
 from tests.integration.payment_sandbox_process import (
     DEFAULT_PAYMENT_KNOBS,
     SECRET,
@@ -402,9 +409,6 @@ def test_knobs_are_taken_from_the_command_line():
      ["--webhook-url", "ftp://x", "--webhook-secret", "s"]],
 )  # fmt: skip
 def test_bad_command_lines_exit_2_naming_the_fix(argv, tmp_path):
-    import subprocess
-    import sys
-
     done = subprocess.run(
         [sys.executable, "-m", "entrypoints.sandbox.payment", "--data-dir",
          str(tmp_path), "--port", "1", *argv],
@@ -533,8 +537,6 @@ def test_a_bad_lookup_key_is_400(http, key):
 
 
 def test_a_key_with_slashes_and_percents_is_looked_up_as_sent(http):
-    from urllib.parse import quote
-
     key = "a/b%2Fc?d#e"
     assert charge(http, key).status_code == 201
     looked_up = http.get(f"/payments/{quote(key, safe='')}")
@@ -549,3 +551,35 @@ def test_every_webhook_body_is_json_the_port_reads(http, receiver):
         assert verify_signature(SECRET, got.body, got.signature)
         assert json.loads(got.body)["id"].startswith("evt_")
     assert SIGNATURE_HEADER == "Club-Signature"
+
+
+def test_a_webhook_is_given_up_after_bounded_attempts(tmp_path, receiver):
+    sandbox = PaymentSandbox(tmp_path, {"settle_delay_ms": 0}, time.time)
+    paid = sandbox.charge({}, read_charge("bounded", json.dumps(CHARGE).encode()))
+    payment_id = json.loads(paid.body)["id"]
+    sender = WebhookSender(
+        sandbox, receiver.url, SECRET, max_attempts=3, first_backoff_s=0.05
+    )
+
+    async def run_until_given_up() -> dict[str, object]:
+        task = asyncio.create_task(sender.run())
+        try:
+            for _ in range(200):
+                [entry] = sandbox.store.webhook_log(1)
+                if entry["gave_up_at"] is not None:
+                    await asyncio.sleep(0.5)  # would a fourth attempt come?
+                    return sandbox.store.webhook_log(1)[0]
+                await asyncio.sleep(0.05)
+            raise AssertionError("never gave up")
+        finally:
+            task.cancel()
+
+    receiver.status = 500
+    try:
+        entry = asyncio.run(run_until_given_up())
+    finally:
+        receiver.status = 200
+        sandbox.store.close()
+    assert entry["attempts"] == 3
+    assert entry["last_error"] == "answered 500"
+    assert len(webhooks_for(receiver, payment_id)) == 3
