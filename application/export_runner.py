@@ -31,6 +31,7 @@ from domain.export import Export
 from domain.lesson import Lesson
 
 HEADER = ("enrollment_id", "student_id", "name")
+FINISH_ATTEMPTS = 5  # racing runs of one export are few: a redelivery or two
 
 
 class StudentNames(Protocol):
@@ -110,8 +111,10 @@ class ExportRunner:
                 reason = f"gave up after {export.attempts} attempts: {reason}"
                 return self._finish_failed(export, reason)
             return Retry(self._policy.delay(export.attempts), reason)
-        export.succeed(result_name=name, rows=len(rows), now=self._clock())
-        return Done() if self._saved(export) else _raced(self._policy)
+        now = self._clock()
+        return self._finish(
+            export, lambda e: e.succeed(result_name=name, rows=len(rows), now=now)
+        )
 
     def _check_age(self, export: Export, now: datetime) -> None:
         if self._age_limit is None:
@@ -140,8 +143,22 @@ class ExportRunner:
 
     def _finish_failed(self, export: Export, reason: str) -> Outcome:
         """Failed is an outcome the client reads, not a broker problem: ack it."""
-        export.fail(reason=reason, now=self._clock())
-        return Done() if self._saved(export) else _raced(self._policy)
+        now = self._clock()
+        return self._finish(export, lambda e: e.fail(reason=reason, now=now))
+
+    def _finish(self, export: Export, step: Callable[[Export], None]) -> Outcome:
+        """Record how it ended. A racing run of the same export (a redelivery
+        while this one worked) may have recorded a step meanwhile: the outcome
+        still holds (the same lesson version, the same file), so it is recorded
+        on the fresh export; the first run to finish wins, the others see it."""
+        for _ in range(FINISH_ATTEMPTS):
+            if export.finished:
+                return Done()
+            step(export)
+            if self._saved(export):
+                return Done()
+            export = get_export(self._app, export.id)
+        return _raced(self._policy)
 
     def _saved(self, export: Export) -> bool:
         """False when a racing worker recorded a step first (its version won); the

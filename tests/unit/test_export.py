@@ -245,3 +245,34 @@ def test_an_unknown_lesson_or_operation_is_not_found() -> None:
         )
     with pytest.raises(NotFoundError):
         get_export(app, lesson_with(app))  # a lesson's id is no operation
+
+
+class RestartedMeanwhile(CsvExportFiles):
+    """While this run writes, a redelivery starts the same export again."""
+
+    def __init__(self, directory: Path, app: ClubApplication) -> None:
+        super().__init__(directory)
+        self._app = app
+
+    def write(
+        self, export_id: UUID, header: Sequence[str], rows: Sequence[Sequence[str]]
+    ) -> str:
+        other_run = get_export(self._app, export_id)
+        other_run.start(now=NOW)
+        self._app.save(other_run)
+        return super().write(export_id, header, rows)
+
+
+def test_a_run_that_finishes_while_a_redelivery_restarted_it_still_succeeds(
+    tmp_path: Path,
+) -> None:
+    """Without this, a job longer than the lease never finishes: every redelivery
+    restarts it and every finished run loses the race to record it."""
+    app = ClubApplication()
+    cmd = RequestExport(export_id=uuid4(), lesson_id=lesson_with(app), requested_at=NOW)
+    export = request_export(app, cmd)
+    files = RestartedMeanwhile(tmp_path, app)
+    runner = ExportRunner(app=app, names=Names({}), files=files)
+    assert runner.handle(export.id) == Done()
+    done = get_export(app, export.id)
+    assert (done.status, done.attempts) == (ExportStatus.SUCCEEDED, 2)
