@@ -63,7 +63,7 @@ async def dead_lettered(js: JetStreamContext, consumer: str) -> set[str]:
         return set()
     info = await sub.consumer_info()
     ids: set[str] = set()
-    for _ in range(info.num_pending):
+    for _ in range(info.num_pending or 0):
         msg = await sub.next_msg(timeout=5)
         ids.add((msg.headers or {}).get("Club-Original-Msg-Id", ""))
     await sub.unsubscribe()

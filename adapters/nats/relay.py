@@ -22,7 +22,7 @@ import socket
 import time
 from collections.abc import Sequence
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import attrs
 import psycopg
@@ -56,7 +56,7 @@ class Relay:
         self,
         *,
         recorder: ApplicationRecorder,
-        mapper: Mapper,
+        mapper: Mapper[UUID],
         engine: sa.Engine,
         js: JetStreamContext,
         listen_dsn: str,
