@@ -34,6 +34,7 @@ ROLES: tuple[tuple[str, ...], ...] = (
     ("projector", "statistics"),
 )
 MAX_BACKOFF_S = 10.0
+STABLE_S = 60.0  # a role that ran this long before it crashed starts its pauses anew
 TICK_S = 0.2
 
 
@@ -44,6 +45,7 @@ class Child:
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     restart_at: float | None = None  # monotonic; set while it waits to restart
+    started_at: float = attrs.field(factory=time.monotonic)
 
 
 CONSUMER_ROLES = ("projector", "worker")  # each pulls its own durable, named role[1]
@@ -146,9 +148,12 @@ def _supervise(child: Child) -> None:
             child.restart_at = None
             child.restarts += 1
             child.proc = spawn_role(_argv(child.role), child.env)
+            child.started_at = now
         return
     if child.proc is None or child.proc.poll() is None:
         return
+    if now - child.started_at > STABLE_S:
+        child.restarts = 0  # yesterday's crashes do not lengthen today's pause
     delay = min(MAX_BACKOFF_S, 0.5 * 2**child.restarts)
     name = " ".join(child.role)
     _say(f"{name} exited ({child.proc.returncode}); restarting in {delay:.1f}s")
