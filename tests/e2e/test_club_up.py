@@ -172,6 +172,10 @@ def test_club_up_never_prints_a_password(database_url: str) -> None:
     with club_up(data_dir, free_port(), CLUB_DATABASE_URL=with_password) as (api, proc):
         enroll_one(api)
         eventually(lambda: confirmed(api) == 1)
+        for role, user in [("relay", "relay"), ("statistics", "consumer-statistics")]:
+            pid = started(proc, lambda argv, r=role: argv[-1] == r)
+            url = psutil.Process(pid).environ()["CLUB_NATS_URL"]
+            assert url.startswith(f"nats://{user}:"), role  # its own user, no other
         relay = started(proc, lambda argv: argv[-1] == "relay")
         psutil.Process(relay).kill()  # a restart line too
         eventually(lambda: "relay exited" in up_log(data_dir))
