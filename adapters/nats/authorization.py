@@ -48,7 +48,10 @@ def api_user() -> NatsUser:
 
 def relay_user() -> NatsUser:
     # A PubAck is the reply to the publish itself: no JetStream API is needed.
-    return NatsUser("relay", publish=(EVENTS_SUBJECTS,), subscribe=(REPLIES,))
+    # It also dead-letters the stored events it cannot map (club.dlq.relay).
+    return NatsUser(
+        "relay", publish=(EVENTS_SUBJECTS, "club.dlq.relay"), subscribe=(REPLIES,)
+    )
 
 
 def consumer_user(durable: str) -> NatsUser:

@@ -32,12 +32,18 @@ from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
+from adapters.metrics import DEAD_LETTERS
 from adapters.postgres.lease import FencedError, RelayLease
+from adapters.postgres.owners import DEFAULT_OWNER
+from adapters.reasons import describe, one_line
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
-from application.contracts.mapping import published_envelopes
+from application.contracts.mapping import published_envelope
 
 log = structlog.get_logger()
+
+
+RELAY_DLQ = "relay"  # the DLQ subject of stored events the relay could not map
 
 
 def owner_name() -> str:
@@ -45,10 +51,21 @@ def owner_name() -> str:
 
 
 @attrs.frozen
+class Unmappable:
+    """A stored event the relay cannot map to its contract (a topic this version
+    does not know, state it cannot decode): dead-lettered, never a relay that
+    crash-loops on it and stops the whole outbox."""
+
+    notification: Notification
+    reason: str
+
+
+@attrs.frozen
 class Batch:
     after: int  # the position it was read after
     notifications: Sequence[Notification]
     envelopes: list[Envelope]
+    unmappable: list[Unmappable] = attrs.Factory(list)
 
 
 class Relay:
@@ -147,6 +164,7 @@ class Relay:
             return 0
         crash_point("relay.after_read")
         futures = await self._send(batch.envelopes)
+        futures += await self._dead_letter(batch.unmappable)
         crash_point("relay.after_publish")
         new_position = batch.notifications[-1].id
         self._prefetch(new_position)  # read and map the next batch while acks arrive
@@ -182,8 +200,17 @@ class Relay:
         notifications = self._recorder.select_notifications(
             start=after, limit=self._batch_size, inclusive_of_start=False
         )
-        envelopes = published_envelopes(self._mapper, notifications)
-        return Batch(after, notifications, envelopes)
+        envelopes: list[Envelope] = []
+        unmappable: list[Unmappable] = []
+        for notification in notifications:
+            try:
+                envelope = published_envelope(self._mapper, notification)
+            except Exception as e:  # our own stored data: dead-letter, do not stop
+                unmappable.append(Unmappable(notification, describe(e)))
+                continue
+            if envelope is not None:
+                envelopes.append(envelope)
+        return Batch(after, notifications, envelopes, unmappable)
 
     async def _send(self, envelopes: list[Envelope]) -> list[asyncio.Future[Any]]:
         return [
@@ -198,6 +225,39 @@ class Relay:
             )
             for envelope in envelopes
         ]
+
+    async def _dead_letter(
+        self, unmappable: list[Unmappable]
+    ) -> list[asyncio.Future[Any]]:
+        """`club.dlq.relay`: the stored event as it is, why, and how to recover."""
+        futures = []
+        for item in unmappable:
+            n = item.notification
+            origin = f"{n.originator_id}:{n.originator_version}"
+            recovery = f"fix the mapping, then club relay rewind --to {n.id}"
+            log.error(
+                "relay.unmappable_event",
+                notification_id=n.id,
+                topic=n.topic,
+                reason=item.reason,
+            )
+            DEAD_LETTERS.labels(consumer=RELAY_DLQ, reason="unmappable").inc()
+            futures.append(
+                await self._js.publish_async(
+                    f"club.dlq.{RELAY_DLQ}",
+                    n.state,
+                    headers={
+                        "Nats-Msg-Id": f"{RELAY_DLQ}:{n.id}",
+                        "Club-Reason": one_line(f"unmappable: {item.reason}"),
+                        "Club-Owner": DEFAULT_OWNER,
+                        "Club-Original-Subject": f"notification:{n.topic}",
+                        "Club-Original-Stream-Seq": str(n.id),
+                        "Club-Original-Msg-Id": origin,
+                        "Club-Recovery": recovery,
+                    },
+                )
+            )
+        return futures
 
     async def _await_acks(self, futures: list[asyncio.Future[Any]]) -> None:
         try:
