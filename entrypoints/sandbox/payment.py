@@ -136,8 +136,8 @@ def create_app(
     async def webhooks() -> Response:
         return JSONResponse(
             {
-                "undelivered": sandbox.store.undelivered_count(),
-                "webhooks": sandbox.store.webhook_log(WEBHOOK_LOG),
+                "undelivered": sandbox.store.outbox.undelivered_count(),
+                "webhooks": sandbox.store.outbox.log(WEBHOOK_LOG),
             }
         )
 

@@ -21,14 +21,10 @@ from entrypoints.problems import problem
 from entrypoints.sandbox.drop import mark_dropped
 from entrypoints.sandbox.knobs import KnobBoard
 from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
+from entrypoints.sandbox.payment_outbox import OutgoingWebhook
 from entrypoints.sandbox.payment_request import ChargeRequest, RefundRequest
-from entrypoints.sandbox.payment_store import (
-    OutgoingWebhook,
-    PaymentStore,
-    StoredPayment,
-    StoredRefund,
-)
-from entrypoints.sandbox.rate_limit import SlidingWindow, retry_after_header
+from entrypoints.sandbox.payment_store import PaymentStore, StoredPayment, StoredRefund
+from entrypoints.sandbox.rate_limit import WINDOW_S, SlidingWindow, retry_after_header
 
 DECLINE_REASON = "card_declined"
 
@@ -41,7 +37,8 @@ class PaymentSandbox:
         self.knobs = KnobBoard(PAYMENT_KNOBS, knobs)
         self.store = PaymentStore(data_dir)
         self.clock = clock
-        self._window = SlidingWindow()
+        # The limit holds across a restart too: the last second's acceptances count.
+        self._window = SlidingWindow(self.store.accepted_since(clock() - WINDOW_S))
         self._dice = random.Random()  # noqa: S311 - fault injection, not secrets
 
     async def refusal(self, *, refunds: bool = False) -> Response | None:

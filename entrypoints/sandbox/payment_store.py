@@ -10,13 +10,14 @@ every call comes from the server's event loop thread.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from uuid import uuid4
 
 import attrs
+
+from entrypoints.sandbox.payment_outbox import OutgoingWebhook, WebhookOutbox
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS payments (
@@ -31,11 +32,6 @@ SCHEMA = (
         fingerprint TEXT NOT NULL, payment_id TEXT NOT NULL,
         amount_cents INTEGER NOT NULL, status TEXT NOT NULL,
         created_at REAL NOT NULL, settle_at REAL, settled_at REAL)""",
-    """CREATE TABLE IF NOT EXISTS webhooks (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE,
-        body BLOB NOT NULL, created_at REAL NOT NULL, due_at REAL NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0, delivered_at REAL, gave_up_at REAL,
-        last_error TEXT)""",
 )
 PAYMENT_COLUMNS = (
     "idempotency_key, id, fingerprint, reference, amount_cents, status, "
@@ -74,22 +70,6 @@ class StoredRefund:
     settled_at: float | None
 
 
-@attrs.frozen(kw_only=True)
-class OutgoingWebhook:
-    event_id: str
-    body: bytes
-    due_at: float  # not before: the webhook_delay_ms knob
-
-
-@attrs.frozen(kw_only=True)
-class QueuedWebhook:
-    seq: int
-    event_id: str
-    body: bytes
-    created_at: float
-    attempts: int
-
-
 class PaymentStore:
     def __init__(self, data_dir: Path) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -98,6 +78,7 @@ class PaymentStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         for statement in SCHEMA:
             self._db.execute(statement)
+        self.outbox = WebhookOutbox(self._db)  # shares the connection: one commit
         self._db.commit()
 
     def close(self) -> None:
@@ -129,7 +110,7 @@ class PaymentStore:
                 attrs.astuple(payment),
             )
             if webhook is not None:  # settled at once: its webhook in the same commit
-                self._queue(webhook(payment), now)
+                self.outbox.queue(webhook(payment), now)
         return payment
 
     def newest_payments(self, limit: int, offset: int) -> list[StoredPayment]:
@@ -158,6 +139,15 @@ class PaymentStore:
             (value,),
         ).fetchone()
         return None if row is None else _payment(row)
+
+    def accepted_since(self, since: float) -> list[float]:
+        """When each charge and refund after `since` was accepted: the rate window."""
+        rows = self._db.execute(
+            "SELECT created_at FROM payments WHERE created_at > ? "
+            "UNION ALL SELECT created_at FROM refunds WHERE created_at > ?",
+            (since, since),
+        ).fetchall()
+        return [float(at) for (at,) in rows]
 
     # --- refunds --------------------------------------------------------------
 
@@ -195,7 +185,7 @@ class PaymentStore:
                 attrs.astuple(refund),
             )
             if webhook is not None:
-                self._queue(webhook(refund), now)
+                self.outbox.queue(webhook(refund), now)
         return refund
 
     def due_refunds(self, now: float) -> list[StoredRefund]:
@@ -221,62 +211,7 @@ class PaymentStore:
                 f"UPDATE {table} SET status = ?, settled_at = ? WHERE id = ?",  # noqa: S608
                 (status, now, row_id),
             )
-            self._queue(webhook, now)
-
-    def _queue(self, webhook: OutgoingWebhook, now: float) -> None:
-        self._db.execute(
-            "INSERT INTO webhooks (event_id, body, created_at, due_at) "
-            "VALUES (?, ?, ?, ?)",
-            (webhook.event_id, webhook.body, now, webhook.due_at),
-        )
-
-    def due_webhooks(self, now: float) -> list[QueuedWebhook]:
-        rows = self._db.execute(
-            "SELECT seq, event_id, body, created_at, attempts FROM webhooks "
-            "WHERE delivered_at IS NULL AND gave_up_at IS NULL AND due_at <= ? "
-            "ORDER BY seq",
-            (now,),
-        ).fetchall()
-        return [
-            QueuedWebhook(seq=s, event_id=e, body=bytes(b), created_at=c, attempts=a)
-            for s, e, b, c, a in rows
-        ]
-
-    def undelivered_count(self) -> int:
-        [(total,)] = self._db.execute(
-            "SELECT count(*) FROM webhooks "
-            "WHERE delivered_at IS NULL AND gave_up_at IS NULL"
-        ).fetchall()
-        return int(total)
-
-    def delivered(self, seq: int, now: float) -> None:
-        with self._db:
-            self._db.execute(
-                "UPDATE webhooks SET delivered_at = ?, attempts = attempts + 1 "
-                "WHERE seq = ?",
-                (now, seq),
-            )
-
-    def failed(self, seq: int, error: str, retry_at: float | None, now: float) -> None:
-        """`retry_at` None: the attempts are used up; the webhook is given up."""
-        with self._db:
-            self._db.execute(
-                "UPDATE webhooks SET attempts = attempts + 1, last_error = ?, "
-                "due_at = coalesce(?, due_at), gave_up_at = ? WHERE seq = ?",
-                (error, retry_at, None if retry_at is not None else now, seq),
-            )
-
-    def webhook_log(self, limit: int) -> list[dict[str, object]]:
-        rows = self._db.execute(
-            "SELECT body, attempts, delivered_at, gave_up_at, last_error "
-            "FROM webhooks ORDER BY seq DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
-        return [
-            {"payload": json.loads(body), "attempts": attempts,
-             "delivered_at": delivered, "gave_up_at": gave_up, "last_error": error}
-            for body, attempts, delivered, gave_up, error in rows
-        ]  # fmt: skip
+            self.outbox.queue(webhook, now)
 
 
 def _names(columns: str) -> list[str]:

@@ -18,8 +18,8 @@ import random
 import httpx
 
 from application.payment import SIGNATURE_HEADER, sign
+from entrypoints.sandbox.payment_outbox import QueuedWebhook
 from entrypoints.sandbox.payment_provider import PaymentSandbox
-from entrypoints.sandbox.payment_store import QueuedWebhook
 
 TICK_S = 0.05
 MAX_ATTEMPTS = 12
@@ -57,7 +57,7 @@ class WebhookSender:
 
     async def _deliver_due(self, client: httpx.AsyncClient, url: str) -> None:
         now = self._sandbox.clock()
-        due = self._sandbox.store.due_webhooks(now)
+        due = self._sandbox.store.outbox.due(now)
         if self._sandbox.knobs["webhook_out_of_order"] and due:
             fresh = [w for w in due if w.attempts == 0]
             if len(fresh) == 1 and now - fresh[0].created_at < OUT_OF_ORDER_HOLD_S:
@@ -69,10 +69,10 @@ class WebhookSender:
     async def _deliver(
         self, client: httpx.AsyncClient, url: str, webhook: QueuedWebhook
     ) -> None:
-        store, clock = self._sandbox.store, self._sandbox.clock
+        outbox, clock = self._sandbox.store.outbox, self._sandbox.clock
         error = await self._post(client, url, webhook.body)
         if error is None:
-            store.delivered(webhook.seq, clock())
+            outbox.delivered(webhook.seq, clock())
             for _ in range(self._sandbox.knobs["webhook_duplicates"]):
                 await self._post(client, url, webhook.body)  # best effort, as sent
             return
@@ -81,7 +81,7 @@ class WebhookSender:
         if attempts < self._max_attempts:
             backoff = min(MAX_BACKOFF_S, self._first_backoff_s * 2 ** (attempts - 1))
             retry_at = clock() + backoff * self._jitter.uniform(0.5, 1.0)
-        store.failed(webhook.seq, error, retry_at, clock())
+        outbox.failed(webhook.seq, error, retry_at, clock())
 
     async def _post(
         self, client: httpx.AsyncClient, url: str, body: bytes

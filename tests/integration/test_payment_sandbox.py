@@ -565,10 +565,10 @@ def test_a_webhook_is_given_up_after_bounded_attempts(tmp_path, receiver):
         task = asyncio.create_task(sender.run())
         try:
             for _ in range(200):
-                [entry] = sandbox.store.webhook_log(1)
+                [entry] = sandbox.store.outbox.log(1)
                 if entry["gave_up_at"] is not None:
                     await asyncio.sleep(0.5)  # would a fourth attempt come?
-                    return sandbox.store.webhook_log(1)[0]
+                    return sandbox.store.outbox.log(1)[0]
                 await asyncio.sleep(0.05)
             raise AssertionError("never gave up")
         finally:
@@ -583,3 +583,21 @@ def test_a_webhook_is_given_up_after_bounded_attempts(tmp_path, receiver):
     assert entry["attempts"] == 3
     assert entry["last_error"] == "answered 500"
     assert len(webhooks_for(receiver, payment_id)) == 3
+
+
+def test_the_rate_limit_holds_across_a_restart(tmp_path):
+    def at_once() -> float:
+        return 1_800_000_000.0  # every acceptance in the same second
+
+    def charge_in(sandbox: PaymentSandbox) -> int:
+        wanted = read_charge(str(uuid4()), json.dumps(CHARGE).encode())
+        return sandbox.charge({}, wanted).status_code
+
+    first = PaymentSandbox(tmp_path, {"rate_limit_per_s": 2}, at_once)
+    assert [charge_in(first), charge_in(first)] == [201, 201]
+    first.store.close()
+    restarted = PaymentSandbox(tmp_path, {"rate_limit_per_s": 2}, at_once)
+    try:
+        assert charge_in(restarted) == 429
+    finally:
+        restarted.store.close()
