@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nats.js import JetStreamContext
 
@@ -26,7 +27,9 @@ from application.contracts.events import ExportRequestedV1
 from application.contracts.mapping import decode
 from application.export_runner import AgeLimit, ExportFiles, ExportRunner
 from application.notifications import Outcome, RetryPolicy
-from entrypoints.bootstrap import Container
+
+if TYPE_CHECKING:  # the composition root imports this module: no cycle at run time
+    from entrypoints.bootstrap import Container
 
 EXPORTS = "exports"  # the work class, its durable and its DLQ subject
 EXPORT_SUBJECTS = "club.events.export.ExportRequested"

@@ -25,7 +25,7 @@ from application.exports import (
     request_export_once,
 )
 from domain.export import Export, ExportStatus
-from entrypoints.api_docs import PROBLEM_SCHEMA, merged, problems
+from entrypoints.api_docs import PROBLEM_SCHEMA, links, merged, problems
 from entrypoints.exports_wiring import exports_dir
 from entrypoints.idempotent import run_once
 from entrypoints.problems import MEDIA_TYPE, RETRY_AFTER_S, problem
@@ -33,6 +33,11 @@ from entrypoints.routes.deps import ContainerDep, IdempotencyKey
 from entrypoints.settings import Settings
 
 router = APIRouter()
+OPERATION_ID = "$response.body#/operation_id"
+OPERATION_LINKS = links(
+    GetOperation=("get_operation", {"operation_id": OPERATION_ID}),
+    GetOperationResult=("get_operation_result", {"operation_id": OPERATION_ID}),
+)
 KIND: Literal["roster-export"] = "roster-export"
 
 
@@ -76,7 +81,7 @@ def _problem_doc(description: str) -> dict[str, Any]:
     status_code=202,
     operation_id="request_roster_export",
     response_model=OperationAccepted,
-    responses=problems(400, 404, 409, 413, 422, 503),
+    responses=merged({202: OPERATION_LINKS}, problems(400, 404, 409, 413, 422, 503)),
 )
 def post_roster_export(
     lesson_id: UUID,

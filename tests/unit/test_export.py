@@ -276,3 +276,27 @@ def test_a_run_that_finishes_while_a_redelivery_restarted_it_still_succeeds(
     assert runner.handle(export.id) == Done()
     done = get_export(app, export.id)
     assert (done.status, done.attempts) == (ExportStatus.SUCCEEDED, 2)
+
+
+def test_the_operations_routes_document_their_answers_and_links() -> None:
+    from fastapi import FastAPI
+
+    from entrypoints.routes import operations
+
+    app = FastAPI()
+    app.include_router(operations.router)
+    paths = app.openapi()["paths"]
+    post = paths["/lessons/{lesson_id}/roster-exports"]["post"]
+    assert {"202", "400", "404", "409", "413", "422", "503"} <= set(post["responses"])
+    links = post["responses"]["202"]["links"]
+    assert {link["operationId"] for link in links.values()} == {
+        "get_operation",
+        "get_operation_result",
+    }
+    key = next(p for p in post["parameters"] if p["name"] == "Idempotency-Key")
+    assert key["required"] is False
+    result = paths["/operations/{operation_id}/result"]["get"]["responses"]
+    assert {"200", "404", "409", "410"} <= set(result)
+    assert "text/csv" in result["200"]["content"]
+    for status in ("404", "409", "410"):
+        assert set(result[status]["content"]) == {"application/problem+json"}
