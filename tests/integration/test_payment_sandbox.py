@@ -602,3 +602,33 @@ def test_the_rate_limit_holds_across_a_restart(tmp_path):
         assert charge_in(restarted) == 429
     finally:
         restarted.store.close()
+
+
+def test_an_undelivered_webhook_survives_a_killed_sandbox(receiver):
+    process = PaymentSandboxProcess(
+        scratch_dir("club-payment-outbox-") / "data", "--settle-delay-ms", "0",
+        webhook_url=receiver.url,
+    )  # fmt: skip
+    receiver.status = 503  # Club is down: the webhook stays owed
+    process.start()
+    try:
+        paid = httpx.post(
+            f"{process.url}/payments", json=CHARGE, headers={"Idempotency-Key": "o"}
+        ).json()
+        eventually(lambda: webhooks_for(receiver, paid["id"]), timeout=10)
+        process.kill()
+        tries_before = len(webhooks_for(receiver, paid["id"]))
+        receiver.status = 200
+        process.start()
+
+        def delivered_after_restart() -> bool:
+            [entry] = httpx.get(f"{process.url}/webhooks").json()["webhooks"]
+            return entry["delivered_at"] is not None
+
+        eventually(delivered_after_restart, timeout=15)
+        tries = webhooks_for(receiver, paid["id"])
+        assert len(tries) > tries_before  # sent again by the restarted process
+        assert len({w.event_id for w in tries}) == 1  # the same event, owed
+    finally:
+        receiver.status = 200
+        process.stop()
