@@ -24,6 +24,7 @@ from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
 
 from adapters.exports.csv_files import CsvExportFiles
+from adapters.nats.dlq import DeadLetter, dead_letters
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres.owners import owner_of
@@ -35,7 +36,7 @@ from application.exports import RequestExport, get_export, request_export
 from application.notifications import RetryPolicy
 from domain.export import ExportStatus
 from domain.student import StudentProfile
-from entrypoints import bootstrap
+from entrypoints import work_classes
 from entrypoints.exports_wiring import (
     EXPORT_SUBJECTS,
     EXPORTS,
@@ -262,6 +263,10 @@ def test_the_same_idempotency_key_names_the_same_export(
     other_lesson = lesson_of(container, {})
     reused = api.post(f"/lessons/{other_lesson}/roster-exports", headers=key)
     assert reused.status_code == 422  # the key with another request
+    too_long = {"Idempotency-Key": "k" * 256}
+    refused = api.post(f"/lessons/{lesson_id}/roster-exports", headers=too_long)
+    assert refused.status_code == 400
+    assert refused.json()["type"] == "/problems/invalid-idempotency-key"
 
 
 def test_the_worker_runs_it_then_it_succeeds_and_serves_the_csv(
@@ -310,6 +315,10 @@ def test_the_worker_runs_it_then_it_succeeds_and_serves_the_csv(
             strict=True,
         )
     ]
+    (exports_dir(data_dir) / f"{operation_id}.csv").unlink()  # an operator cleaned up
+    gone = api.get(shown["result_url"])
+    assert gone.status_code == 410
+    assert gone.json()["type"] == "/problems/result-gone"
 
 
 def test_a_failing_export_ends_failed_with_the_reason(
@@ -492,10 +501,10 @@ def test_a_pile_of_exports_does_not_delay_a_confirmation_email(
 
     def notifications_worker(js: JetStreamContext) -> Worker:
         return Worker(
-            name=bootstrap.NOTIFICATIONS,
+            name=work_classes.NOTIFICATIONS,
             js=js,
-            job=bootstrap.notification_job(container, provider, FAST),
-            owner=lambda: owner_of(container.engine, bootstrap.NOTIFICATIONS),
+            job=work_classes.notification_job(container, provider, FAST),
+            owner=lambda: owner_of(container.engine, work_classes.NOTIFICATIONS),
             concurrency=8,
         )
 
@@ -528,3 +537,47 @@ def test_a_pile_of_exports_does_not_delay_a_confirmation_email(
     assert took < 3.0
     assert finished < len(pile) / 2  # most of the pile was still waiting
     assert files.most_at_once == 2  # the heavy class never had more than its pool
+
+
+def test_a_forged_request_for_no_export_is_dead_lettered_with_the_reason(
+    servers, container, data_dir
+) -> None:
+    """Anyone who can publish may send an ExportRequested for an export that was
+    never recorded: nothing is written, and its owner gets a DLQ entry."""
+    forged_id = uuid4()
+    forged = Envelope(
+        event_id=uuid4(),
+        type="ExportRequested",
+        schema_version=1,
+        aggregate="export",
+        aggregate_id=forged_id,
+        aggregate_version=1,
+        occurred_at=datetime.now(UTC),
+        data={
+            "export_id": str(forged_id),
+            "lesson_id": str(uuid4()),
+            "lesson_version": 1,
+            "requested_at": "2026-11-30T09:00:00Z",
+        },
+    )
+
+    async def publish_forged(js: JetStreamContext, _nc: object) -> None:
+        await js.publish(forged.subject, forged.to_json(), stream=EVENTS_STREAM)
+
+    async def entries(js: JetStreamContext, _nc: object) -> list[DeadLetter]:
+        return [e async for e in dead_letters(js, EXPORTS)]
+
+    asyncio.run(with_js(servers[1], publish_forged))
+    files = Gated(exports_dir(data_dir))
+    found: list[DeadLetter] = []
+
+    def dead_lettered() -> bool:
+        found[:] = asyncio.run(with_js(servers[1], entries))
+        return any(str(forged_id) in e.reason for e in found)
+
+    with running(servers[1], export_worker_for(container, data_dir, files)):
+        eventually(dead_lettered)
+    [entry] = [e for e in found if str(forged_id) in e.reason]
+    assert entry.reason == f"export {forged_id} is not in the event store"
+    assert entry.owner == owner_of(container.engine, EXPORTS)
+    assert forged_id not in files.writes
