@@ -9,7 +9,9 @@ beats may be lost before the lease lapses. A worker that dies stops beating, and
 the message is redelivered within one ack_wait, as before.
 
 The job knows nothing of this (the Worker stays generic): the beat runs on the
-event loop beside the job, whose blocking part runs in a thread.
+event loop beside the job, whose blocking part runs in a thread. The beat follows
+the durable's ack_wait as the broker holds it, read at start, so a durable created
+with another ack_wait than this process was told cannot outlast the beat.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import structlog
 from nats.aio.msg import Msg
 
-from adapters.nats.streams import ACK_WAIT_S
+from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM
 from adapters.nats.worker import Worker
 from adapters.transient import TRANSIENT
 
@@ -31,9 +33,19 @@ BEATS_PER_ACK_WAIT = 3
 
 class HeartbeatWorker(Worker):
     def __init__(self, *, ack_wait: float = ACK_WAIT_S, **worker: Any) -> None:
-        """`ack_wait`: the durable's, as `ensure_worker_consumer` created it."""
+        """`ack_wait`: used only if the durable's cannot be read at start."""
         super().__init__(**worker)
         self.beat_every = ack_wait / BEATS_PER_ACK_WAIT
+
+    async def run(self, stop: asyncio.Event) -> None:
+        try:
+            info = await self._js.consumer_info(EVENTS_STREAM, self.name)
+        except TRANSIENT as e:
+            log.warning("worker.ack_wait_unknown", worker=self.name, error=repr(e))
+        else:
+            if info.config.ack_wait:
+                self.beat_every = info.config.ack_wait / BEATS_PER_ACK_WAIT
+        await super().run(stop)
 
     async def handle(self, msg: Msg) -> None:
         beating = asyncio.create_task(self._beat(msg))

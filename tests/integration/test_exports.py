@@ -452,7 +452,8 @@ def test_a_long_export_keeps_its_lease_with_in_progress_acks(
     def make(js: JetStreamContext) -> Worker:
         owner = lambda: owner_of(container.engine, durable)  # noqa: E731
         if keeps_lease:
-            return export_worker(js, job_for(runner), owner, ack_wait=1.0, name=durable)
+            # No ack_wait given: the beat follows the durable's 1 s, not 30 s.
+            return export_worker(js, job_for(runner), owner, name=durable)
         return Worker(
             name=durable, js=js, job=job_for(runner), owner=owner, concurrency=2
         )
