@@ -1,35 +1,42 @@
-"""The only composition root: settings in, wired objects out. No import-time work."""
+"""The only composition root: settings in, wired objects out. No import-time work.
+
+Every role is built here — `build_api`, `build_relay`, `build_projector(name)`,
+`build_worker(name)`, `build_rebuild(name)` — from `Settings` and a `Container`, and
+each takes its dependencies as overridable arguments (a test hands in its own), the
+way cosmicpython's `bootstrap(...)` does. `ROLES` is the one list of roles: `club up`
+starts it, the broker's users are made for it, the CLI names its choices from it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from uuid import UUID
+from typing import Any, Protocol
 
 import attrs
 import sqlalchemy as sa
 from nats.js import JetStreamContext
+from starlette.types import ASGIApp
 
+from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.dlq import ensure_replay_consumer
+from adapters.nats.relay import Relay
 from adapters.nats.streams import connect, ensure_consumer, ensure_streams
-from adapters.nats.worker import Job, ensure_worker_consumer
+from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres import tables
-from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.inbox import Apply
-from adapters.postgres.notifications import SqlNotificationStore
-from adapters.postgres.students import SqlStudentDirectory
+from adapters.postgres.owners import owner_of
+from adapters.postgres.rebuild import Rebuild
+from adapters.providers.email_http import HttpEmailProvider
 from application.club import ClubApplication
-from application.contracts.envelope import Envelope
 from application.email import EmailProvider
-from application.notifications import (
-    LessonFacts,
-    Notifier,
-    Outcome,
-    RetryPolicy,
-    request_for,
-)
+from entrypoints.container import Container, build
+from entrypoints.settings import Settings
+from entrypoints.work_classes import WORK_CLASSES, WorkDeps
 from projections import rosters, statistics
+
+__all__ = ["Container", "build"]  # re-exported: every caller builds through here
 
 MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time
 
@@ -38,44 +45,6 @@ PROJECTIONS: dict[str, tuple[sa.MetaData, Apply]] = {
     rosters.NAME: (rosters.metadata, rosters.apply),
     statistics.NAME: (statistics.metadata, statistics.apply),
 }
-
-
-@attrs.define
-class Container:
-    app: ClubApplication
-    engine: sa.Engine
-    students: SqlStudentDirectory
-    notifications: SqlNotificationStore
-
-    def close(self) -> None:
-        self.app.close()
-        self.engine.dispose()
-
-
-def build(
-    database_url: str,
-    *,
-    pool_size: int = 10,
-    hold_locks_at_most: float | None = None,
-    event_store_env: dict[str, str] | None = None,
-) -> Container:
-    """`event_store_env` replaces the event store's settings (a test's proxied
-    connection, a benchmark's recorder); everything else follows `database_url`."""
-    engine = create_engine(
-        database_url, pool_size=pool_size, hold_locks_at_most=hold_locks_at_most
-    )
-    students = SqlStudentDirectory(engine)
-    app = ClubApplication(
-        env=event_store_env or eventsourcing_env(database_url),
-        students=students,
-        answers=SqlAnswerStore(engine),
-    )
-    return Container(
-        app=app,
-        engine=engine,
-        students=students,
-        notifications=SqlNotificationStore(engine),
-    )
 
 
 def migrate_database(database_url: str) -> None:
@@ -105,38 +74,8 @@ async def migrate_broker(js: JetStreamContext) -> None:
     for name in PROJECTIONS:
         await ensure_consumer(js, name)
         await ensure_replay_consumer(js, name)
-    await ensure_worker_consumer(js, NOTIFICATIONS, NOTIFICATION_SUBJECTS)
-
-
-# The urgent work class: one notification per enrollment event.
-NOTIFICATIONS = "notifications"
-NOTIFICATION_SUBJECTS = "club.events.enrollment.>"
-
-
-def notification_job(
-    container: Container, provider: EmailProvider, policy: RetryPolicy | None = None
-) -> Job:
-    """The notifications worker's job: the event in, the recorded outcome out."""
-
-    def lesson_facts(lesson_id: UUID) -> LessonFacts:
-        lesson = container.app.get_lesson(lesson_id)
-        return LessonFacts(title=lesson.title, starts_at=lesson.starts_at)
-
-    notifier = Notifier(
-        store=container.notifications,
-        provider=provider,
-        students=container.students,
-        lessons=lesson_facts,
-        policy=policy,
-    )
-
-    async def job(envelope: Envelope, replayed: bool) -> Outcome | None:
-        request = request_for(envelope, replayed=replayed)
-        if request is None:
-            return None  # an enrollment event that asks for no e-mail
-        return await asyncio.to_thread(notifier.handle, request)
-
-    return job
+    for work in WORK_CLASSES.values():
+        await ensure_worker_consumer(js, work.name, work.subjects)
 
 
 def migrate(database_url: str, nats_url: str) -> None:
@@ -151,3 +90,112 @@ def migrate(database_url: str, nats_url: str) -> None:
             await nc.close()
 
     asyncio.run(broker())
+
+
+@attrs.frozen
+class Role:
+    """One long-running process kind; `name` picks the projection or work class."""
+
+    kind: str  # api | relay | projector | worker | sandbox
+    name: str = ""
+
+    @property
+    def argv(self) -> list[str]:
+        return [self.kind, self.name] if self.name else [self.kind]
+
+    @property
+    def durable(self) -> str | None:
+        """The JetStream durable it pulls (and the NATS user it needs), if any."""
+        return self.name if self.kind in ("projector", "worker") else None
+
+
+ROLES: tuple[Role, ...] = (
+    Role("api"),
+    Role("relay"),
+    *(Role("projector", name) for name in PROJECTIONS),
+    *(Role("worker", name) for name in WORK_CLASSES),
+    Role("sandbox", "email"),
+)
+CONSUMERS = tuple(role.durable for role in ROLES if role.durable)
+
+
+class Runnable(Protocol):
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+
+def build_api(settings: Settings, container: Container) -> ASGIApp:
+    from entrypoints.http import create_app  # noqa: PLC0415 - FastAPI only for the API
+
+    return create_app(
+        container,
+        settings.nats_url,
+        deadline_seconds=settings.request_deadline_seconds,
+    )
+
+
+def build_relay(
+    settings: Settings, container: Container, js: JetStreamContext
+) -> Relay:
+    database_url, _ = settings.require_services()
+    return Relay(
+        recorder=container.app.recorder,
+        mapper=container.app.mapper,
+        engine=container.engine,
+        js=js,
+        listen_dsn=database_url,
+        lease_seconds=settings.relay_lease_seconds,
+    )
+
+
+def build_projector(
+    settings: Settings, container: Container, js: JetStreamContext, *, name: str
+) -> ConsumerRunner:
+    _, apply = PROJECTIONS[name]
+    return ConsumerRunner(
+        name=name,
+        apply=apply,
+        js=js,
+        engine=container.engine,
+        ack_wait=settings.ack_wait_seconds,
+    )
+
+
+def build_worker(
+    settings: Settings,
+    container: Container,
+    js: JetStreamContext,
+    *,
+    name: str,
+    email: EmailProvider | None = None,
+) -> Worker:
+    work = WORK_CLASSES[name]
+    deps = WorkDeps(
+        settings=settings,
+        container=container,
+        email=email or HttpEmailProvider(settings.email_provider_url),
+    )
+    return work.worker(
+        deps, js, work.job(deps), lambda: owner_of(container.engine, name)
+    )
+
+
+def build_rebuild(container: Container, name: str) -> Rebuild:
+    metadata, apply = PROJECTIONS[name]
+    return Rebuild(
+        engine=container.engine,
+        recorder=container.app.recorder,
+        mapper=container.app.mapper,
+        name=name,
+        metadata=metadata,
+        apply=apply,
+    )
+
+
+# What each role's container needs: the relay's sessions must not hold the lease
+# row past half a lease if the process pauses; the API serves many requests at once.
+def container_options(settings: Settings, role: Role) -> dict[str, Any]:
+    if role.kind == "relay":
+        return {"pool_size": 2, "hold_locks_at_most": settings.relay_lease_seconds / 2}
+    if role.kind == "api":
+        return {"pool_size": 20}
+    return {"pool_size": 2 if role.kind == "projector" else 4}

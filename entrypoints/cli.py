@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from urllib.parse import urlsplit
 
 import structlog
 
 from adapters.crash import check_crash_setting
 from adapters.nats.streams import CredentialsRefusedError
-from entrypoints import bootstrap, maintenance
+from entrypoints import bootstrap, dlq, maintenance
 from entrypoints.masking import mask_log_event, masked
+from entrypoints.sandbox.email_provider import EMAIL_KNOBS
+from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
 from entrypoints.settings import ConfigError, Settings
+from entrypoints.work_classes import WORK_CLASSES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,6 +87,27 @@ def _projector(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker(settings: Settings, args: argparse.Namespace) -> int:
+    from entrypoints.roles import run_worker
+
+    run_worker(settings, args.name)
+    return 0
+
+
+def _email_sandbox(settings: Settings, args: argparse.Namespace) -> int:
+    """Listens where CLUB_EMAIL_PROVIDER_URL points, so workers find it."""
+    from entrypoints.sandbox.email import run_email_sandbox
+
+    where = urlsplit(settings.email_provider_url)
+    run_email_sandbox(
+        where.hostname or "127.0.0.1",
+        where.port or 80,
+        settings.data_dir / "sandbox" / "email",
+        knobs_from(args, EMAIL_KNOBS),
+    )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="club", description=__doc__)
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -120,6 +145,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     rebuild.add_argument("name", choices=sorted(bootstrap.PROJECTIONS))
     rebuild.set_defaults(run=maintenance.rebuild)
+    worker = sub.add_parser("worker", help="a worker of one work class")
+    worker.add_argument("name", choices=sorted(WORK_CLASSES))
+    worker.set_defaults(run=_worker)
+    sandbox = sub.add_parser("sandbox", help="a sandbox provider with fault knobs")
+    sandboxes = sandbox.add_subparsers(required=True, metavar="PROVIDER")
+    email = sandboxes.add_parser(
+        "email", help="the e-mail provider, at CLUB_EMAIL_PROVIDER_URL"
+    )
+    add_knob_arguments(email, EMAIL_KNOBS)
+    email.set_defaults(run=_email_sandbox)
+    dlq.add_commands(sub)
     return parser
 
 

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from adapters.nats.streams import connect
 from adapters.postgres.lease import RelayLease
-from adapters.postgres.rebuild import Rebuild, RebuildSwitchError
+from adapters.postgres.rebuild import RebuildSwitchError
 from entrypoints import bootstrap
 from entrypoints.audit import find_holes
 from entrypoints.settings import Settings
@@ -85,15 +85,7 @@ def audit(settings: Settings, _: argparse.Namespace) -> int:
 def rebuild(settings: Settings, args: argparse.Namespace) -> int:
     database_url, _ = settings.require_services()
     container = bootstrap.build(database_url, pool_size=2)
-    metadata, apply = bootstrap.PROJECTIONS[args.name]
-    rebuild = Rebuild(
-        engine=container.engine,
-        recorder=container.app.recorder,
-        mapper=container.app.mapper,
-        name=args.name,
-        metadata=metadata,
-        apply=apply,
-    )
+    rebuild = bootstrap.build_rebuild(container, args.name)
     columns = (
         TextColumn(f"rebuilding {args.name}"),
         BarColumn(),

@@ -1,4 +1,5 @@
-"""Each role as a long-running process: API, relay, projector."""
+"""Each role as a long-running process, built by `bootstrap`: API, relay, projector,
+worker. This module only waits for the servers, runs the role and stops it."""
 
 from __future__ import annotations
 
@@ -7,37 +8,33 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import structlog
 import uvicorn
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 
-from adapters.nats.consumer import ConsumerRunner
-from adapters.nats.relay import Relay
 from adapters.nats.streams import connect
 from adapters.transient import TRANSIENT, Backoff
 from entrypoints import bootstrap
-from entrypoints.http import create_app
+from entrypoints.container import Container
 from entrypoints.settings import Settings
 
 log = structlog.get_logger()
 
 
 def run_api(settings: Settings) -> None:
-    database_url, nats_url = settings.require_services()
+    role = bootstrap.Role("api")
+    database_url, _ = settings.require_services()
     container = _build_when_reachable(
-        database_url,
-        pool_size=20,
+        database_url, **bootstrap.container_options(settings, role)
     )
     assert container is not None  # noqa: S101 - only a stop check returns None
     try:
         uvicorn.run(
-            create_app(
-                container,
-                nats_url,
-                deadline_seconds=settings.request_deadline_seconds,
-            ),
+            bootstrap.build_api(settings, container),
             host=settings.http_host,
             port=settings.http_port,
             log_level="warning",
@@ -48,11 +45,17 @@ def run_api(settings: Settings) -> None:
 
 
 def run_relay(settings: Settings) -> None:
-    asyncio.run(_relay(settings))
+    asyncio.run(_serve(settings, bootstrap.Role("relay"), bootstrap.build_relay))
 
 
 def run_projector(settings: Settings, name: str) -> None:
-    asyncio.run(_projector(settings, name))
+    build = partial(bootstrap.build_projector, name=name)
+    asyncio.run(_serve(settings, bootstrap.Role("projector", name), build))
+
+
+def run_worker(settings: Settings, name: str) -> None:
+    build = partial(bootstrap.build_worker, name=name)
+    asyncio.run(_serve(settings, bootstrap.Role("worker", name), build))
 
 
 def _build_when_reachable(
@@ -107,62 +110,30 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _relay(settings: Settings) -> None:
+async def _serve(
+    settings: Settings,
+    role: bootstrap.Role,
+    build: Callable[[Settings, Container, JetStreamContext], bootstrap.Runnable],
+) -> None:
+    """Wait for the database and the broker, build the role, run it until a stop."""
     database_url, nats_url = settings.require_services()
     stop = _stop_on_signals()
-    # A relay paused inside a lease transaction must not block the takeover.
     container = await asyncio.to_thread(
         _build_when_reachable,
         database_url,
         stop.is_set,
-        pool_size=2,
-        hold_locks_at_most=settings.relay_lease_seconds / 2,
+        **bootstrap.container_options(settings, role),
     )
     if container is None:
         return
-    nc = await _connect_when_reachable(nats_url, "club-relay", stop)
+    nc = await _connect_when_reachable(nats_url, f"club-{'-'.join(role.argv)}", stop)
     if nc is None:
         container.close()
         return
     try:
-        relay = Relay(
-            recorder=container.app.recorder,
-            mapper=container.app.mapper,
-            engine=container.engine,
-            js=nc.jetstream(),
-            listen_dsn=database_url,
-            lease_seconds=settings.relay_lease_seconds,
-        )
-        log.info("relay.started", owner=relay.lease.owner)
-        await relay.run(stop)
-    finally:
-        await nc.close()
-        container.close()
-
-
-async def _projector(settings: Settings, name: str) -> None:
-    database_url, nats_url = settings.require_services()
-    stop = _stop_on_signals()
-    _, apply = bootstrap.PROJECTIONS[name]
-    container = await asyncio.to_thread(
-        _build_when_reachable, database_url, stop.is_set, pool_size=2
-    )
-    if container is None:
-        return
-    nc = await _connect_when_reachable(nats_url, f"club-projector-{name}", stop)
-    if nc is None:
-        container.close()
-        return
-    try:
-        runner = ConsumerRunner(
-            name=name,
-            apply=apply,
-            js=nc.jetstream(),
-            engine=container.engine,
-            ack_wait=settings.ack_wait_seconds,
-        )
-        log.info("projector.started", projection=name)
-        await runner.run(stop)
+        runnable = build(settings, container, nc.jetstream())
+        log.info("role.started", role=" ".join(role.argv))
+        await runnable.run(stop)
     finally:
         await nc.close()
         container.close()

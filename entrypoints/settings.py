@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from collections.abc import Mapping
@@ -26,10 +27,13 @@ class Settings:
     http_port: int
     operator_token: str
     hold_seconds: int
+    email_provider_url: str  # the sandbox `club up` starts, unless set
+    email_rate_per_s: float  # the provider's limit: workers pace themselves under it
+    notify_max_attempts: int
+    export_max_age_seconds: float
     # Tuning, mostly for tests that need faults to resolve quickly:
     relay_lease_seconds: float
     ack_wait_seconds: float
-    idempotency_lease_seconds: float
     request_deadline_seconds: float
 
     @classmethod
@@ -43,11 +47,15 @@ class Settings:
             http_port=_port(env, "CLUB_HTTP_PORT", 8000),
             operator_token=env.get("CLUB_OPERATOR_TOKEN") or secrets.token_urlsafe(24),
             hold_seconds=_int(env, "CLUB_HOLD_SECONDS", 900),
+            email_provider_url=_http_url(
+                "CLUB_EMAIL_PROVIDER_URL",
+                env.get("CLUB_EMAIL_PROVIDER_URL") or DEFAULT_EMAIL_PROVIDER_URL,
+            ),
+            email_rate_per_s=_number(env, "CLUB_EMAIL_RATE_PER_S", 100, "per second"),
+            notify_max_attempts=_positive_int(env, "CLUB_NOTIFY_MAX_ATTEMPTS", 10),
+            export_max_age_seconds=_number(env, "CLUB_EXPORT_MAX_AGE_SECONDS", 300),
             relay_lease_seconds=_number(env, "CLUB_RELAY_LEASE_SECONDS", 10),
             ack_wait_seconds=_number(env, "CLUB_ACK_WAIT_SECONDS", 30),
-            idempotency_lease_seconds=_number(
-                env, "CLUB_IDEMPOTENCY_LEASE_SECONDS", 10
-            ),
             request_deadline_seconds=_number(env, "CLUB_REQUEST_DEADLINE_SECONDS", 5),
         )
 
@@ -72,20 +80,38 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ConfigError(f"{name}={raw!r} is not a whole number") from None
 
 
-def _number(env: Mapping[str, str], name: str, default: float) -> float:
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    value = _int(env, name, default)
+    if value < 1:
+        raise ConfigError(f"{name}={value} must be at least 1")
+    return value
+
+
+def _number(
+    env: Mapping[str, str], name: str, default: float, unit: str = "seconds"
+) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r} must be more than 0 seconds")
+        raise ConfigError(f"{name}={raw!r} is not a number of {unit}") from None
+    if not 0 < value < math.inf:
+        raise ConfigError(f"{name}={raw!r} must be more than 0 {unit}, and finite")
     return value
 
 
+DEFAULT_EMAIL_PROVIDER_URL = "http://127.0.0.1:8025"  # `club sandbox email`
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+HTTP_SCHEMES = ("http", "https")
+
+
+def _http_url(name: str, url: str) -> str:
+    _check_url(name, url, HTTP_SCHEMES, "http://")
+    return url
+
+
 NATS_SCHEMES = ("nats", "tls", "ws", "wss")
 
 

@@ -27,12 +27,6 @@ from entrypoints.masking import masked
 from entrypoints.settings import ConfigError, Settings
 from entrypoints.watched import ServerGaveUpError, WatchedServer
 
-ROLES: tuple[tuple[str, ...], ...] = (
-    ("api",),
-    ("relay",),
-    ("projector", "rosters"),
-    ("projector", "statistics"),
-)
 MAX_BACKOFF_S = 10.0
 STABLE_S = 60.0  # a role that ran this long before it crashed starts its pauses anew
 TICK_S = 0.2
@@ -40,7 +34,7 @@ TICK_S = 0.2
 
 @attrs.define
 class Child:
-    role: tuple[str, ...]
+    role: bootstrap.Role
     env: dict[str, str]
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
@@ -48,16 +42,13 @@ class Child:
     started_at: float = attrs.field(factory=time.monotonic)
 
 
-CONSUMER_ROLES = ("projector", "worker")  # each pulls its own durable, named role[1]
-
-
-def nats_user(role: tuple[str, ...]) -> str:
+def nats_user(role: bootstrap.Role) -> str:
     """The broker user a role connects as (adapters/nats/authorization.py). A role
     not named here gets the read-only `api` user: one that needs more rights gets
     its own user there, never admin's by default."""
-    if role[0] in CONSUMER_ROLES:
-        return f"consumer-{role[1]}"
-    return "relay" if role[0] == "relay" else "api"
+    if role.durable is not None:
+        return f"consumer-{role.durable}"
+    return "relay" if role.kind == "relay" else "api"
 
 
 def up(settings: Settings) -> int:
@@ -94,7 +85,7 @@ def _up(settings: Settings) -> int:
         }
         children = [
             Child(role, base | {"CLUB_NATS_URL": nats_urls[nats_user(role)]})
-            for role in ROLES
+            for role in bootstrap.ROLES
         ]
         for child in children:
             child.proc = spawn_role(_argv(child.role), child.env)
@@ -120,7 +111,7 @@ def _up(settings: Settings) -> int:
 def _nats_urls(settings: Settings, servers: list[WatchedServer]) -> dict[str, str]:
     """Each role's broker URL: its own user on the embedded server; CLUB_NATS_URL
     (which may carry user:password) for every role when a broker is given."""
-    users = role_users(role[1] for role in ROLES if role[0] in CONSUMER_ROLES)
+    users = role_users(bootstrap.CONSUMERS)
     if settings.nats_url is not None:
         return {user.name: settings.nats_url for user in users}
     nats = EmbeddedNats(settings.data_dir / "nats", users=users)
@@ -136,8 +127,8 @@ def _say(line: str) -> None:
     print(f"club: {masked(line)}", flush=True)
 
 
-def _argv(role: tuple[str, ...]) -> list[str]:
-    return [sys.executable, "-m", "entrypoints.cli", *role]
+def _argv(role: bootstrap.Role) -> list[str]:
+    return [sys.executable, "-m", "entrypoints.cli", *role.argv]
 
 
 def _supervise(child: Child) -> None:
@@ -155,7 +146,7 @@ def _supervise(child: Child) -> None:
     if now - child.started_at > STABLE_S:
         child.restarts = 0  # yesterday's crashes do not lengthen today's pause
     delay = min(MAX_BACKOFF_S, 0.5 * 2**child.restarts)
-    name = " ".join(child.role)
+    name = " ".join(child.role.argv)
     _say(f"{name} exited ({child.proc.returncode}); restarting in {delay:.1f}s")
     child.restart_at = now + delay
 

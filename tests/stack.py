@@ -24,14 +24,20 @@ ROLES: dict[str, tuple[str, ...]] = {
 # Faults must resolve in seconds, not in production's tens of seconds.
 FAST_FAULTS = {
     "CLUB_ACK_WAIT_SECONDS": "2",
-    "CLUB_IDEMPOTENCY_LEASE_SECONDS": "2",
     "CLUB_RELAY_LEASE_SECONDS": "2",
 }
 
 
 def club_env(database_url: str, nats_url: str, **extra: str) -> dict[str, str]:
+    """A role's environment: this machine's, less its CLUB_* settings; the e-mail
+    sandbox on a port of its own, so that tests running at once never share one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLUB_")}
-    return env | {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url} | extra
+    ours = {
+        "CLUB_DATABASE_URL": database_url,
+        "CLUB_NATS_URL": nats_url,
+        "CLUB_EMAIL_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
+    }
+    return env | ours | extra
 
 
 class Stack:

@@ -126,6 +126,36 @@ def test_club_up_serves_stops_cleanly_and_keeps_its_data() -> None:
         ctrl_c(proc)
 
 
+def test_a_newcomer_who_enrolls_sees_the_confirmation_arrive() -> None:
+    """Issue #11: `club up` runs the e-mail sandbox and the notifications worker."""
+    data_dir = scratch_dir("club-up-mail-") / "data"
+    sandbox = f"http://127.0.0.1:{free_port()}"
+    with club_up(data_dir, free_port(), CLUB_EMAIL_PROVIDER_URL=sandbox) as (api, proc):
+        student, key = f"s-{uuid4().hex[:8]}", str(uuid4())
+        profile = {"email": "ann@example.org", "name": "Ann"}
+        assert answered("PUT", f"{api}/students/{student}", json=profile).is_success
+        lesson = {"title": "Yoga", "capacity": 4, "starts_at": "2026-12-01T10:00:00Z"}
+        lesson_id = answered("POST", f"{api}/lessons", json=lesson).json()["lesson_id"]
+        enrollment = answered(
+            "POST",
+            f"{api}/lessons/{lesson_id}/enrollments",
+            json={"student_id": student},
+            headers={"Idempotency-Key": key},
+        ).json()
+        path = f"{api}/enrollments/{enrollment['enrollment_id']}"
+
+        def notification_state() -> str | None:
+            shown = httpx.get(path, timeout=5).json()["notification"]
+            return None if shown is None else shown["state"]
+
+        eventually(lambda: notification_state() == "sent", timeout=60)
+        inbox = httpx.get(f"{sandbox}/messages", timeout=5).json()["messages"]
+        assert [m["to"] for m in inbox] == ["ann@example.org"]
+        assert "Yoga" in inbox[0]["subject"]
+        assert "ann@example.org" in httpx.get(f"{sandbox}/", timeout=5).text
+        ctrl_c(proc)
+
+
 def test_a_killed_embedded_server_is_restarted_under_club_up() -> None:
     """Issue #9, 8b: SIGKILL the embedded PostgreSQL, then NATS; Club serves again."""
     data_dir = scratch_dir("club-up-kill-") / "data"

@@ -32,7 +32,7 @@ def guarded() -> Iterator[EmbeddedNats]:
     server = EmbeddedNats(
         scratch_dir("club-test-nats-auth-"),
         sync_always=False,
-        users=role_users(bootstrap.PROJECTIONS),
+        users=role_users(bootstrap.CONSUMERS),
     )
     server.start()
     asyncio.run(_streams(server.url_for("admin")))
@@ -175,7 +175,7 @@ def test_credentials_and_config_are_private(guarded: EmbeddedNats) -> None:
 
 def test_the_compose_broker_has_the_same_users_and_permissions() -> None:
     """deploy/nats.conf is the embedded block with passwords from the environment."""
-    users = role_users(bootstrap.PROJECTIONS)
+    users = role_users(bootstrap.CONSUMERS)
     from_env = {u.name: f"$CLUB_NATS_{_var(u.name)}_PASSWORD" for u in users}
     assert (
         authorization_block(users, from_env) in (REPO / "deploy/nats.conf").read_text()

@@ -18,7 +18,7 @@ from adapters.postgres.owners import owner_of, set_owner
 from adapters.postgres.tables import notifications
 from adapters.providers.email_http import HttpEmailProvider
 from application.notifications import RetryPolicy
-from entrypoints import bootstrap
+from entrypoints import work_classes
 from entrypoints.http import create_app
 from tests.integration.helpers import (
     lesson_with_enrollments,
@@ -69,10 +69,10 @@ def states(container) -> dict[str, int]:
 async def work_until(js, container, provider, done, *, policy=FAST, seconds=60):
     """Run the notifications worker until `done()` holds (or fail after `seconds`)."""
     worker = Worker(
-        name=bootstrap.NOTIFICATIONS,
+        name=work_classes.NOTIFICATIONS,
         js=js,
-        job=bootstrap.notification_job(container, provider, policy),
-        owner=lambda: owner_of(container.engine, bootstrap.NOTIFICATIONS),
+        job=work_classes.notification_job(container, provider, policy),
+        owner=lambda: owner_of(container.engine, work_classes.NOTIFICATIONS),
         concurrency=4,
     )
     stop = asyncio.Event()
@@ -135,7 +135,7 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
     migrated, container, sandbox, provider
 ) -> None:
     database_url, nats_url = migrated
-    set_owner(container.engine, bootstrap.NOTIFICATIONS, "team-mail")
+    set_owner(container.engine, work_classes.NOTIFICATIONS, "team-mail")
     sandbox.set_knobs(fail_rate=1.0, fail_status=400)
     publish_enrollments(container, database_url, nats_url, 1)
 
@@ -144,14 +144,14 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
 
     async def body(js, _nc) -> None:
         await work_until(js, container, provider, dead_lettered)
-        [entry] = [e async for e in dead_letters(js, bootstrap.NOTIFICATIONS)]
+        [entry] = [e async for e in dead_letters(js, work_classes.NOTIFICATIONS)]
         assert entry.owner == "team-mail"
         assert "400" in entry.reason
         assert entry.original_subject.endswith("EnrollmentConfirmed")
         sandbox.reset_knobs()  # the cause is fixed
         before = len(accepted(sandbox))
         request = ReplayRequest(
-            consumer=bootstrap.NOTIFICATIONS,
+            consumer=work_classes.NOTIFICATIONS,
             operator="test",
             reason="provider fixed",
             batch=10,

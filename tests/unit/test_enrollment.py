@@ -9,7 +9,11 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import StoredEvent
 
 from domain.enrollment import Enrollment
-from domain.errors import EnrollmentCancelledError, InvalidStudentProfileError
+from domain.errors import (
+    EnrollmentCancelledError,
+    InvalidStudentProfileError,
+    TextLengthError,
+)
 from domain.student import StudentProfile
 
 LESSON = uuid4()
@@ -63,12 +67,16 @@ def test_profile_trims_and_keeps_a_valid_address() -> None:
         ("s 1", "a@b.org", "Ann"),
         ("", "a@b.org", "Ann"),
         ("s-1", "not-an-address", "Ann"),
-        ("s-1", "a@b.org", ""),
     ],
 )
 def test_profile_refuses_malformed_fields(student_id, email, name) -> None:
     with pytest.raises(InvalidStudentProfileError):
         StudentProfile.create(student_id=student_id, email=email, name=name)
+
+
+def test_profile_refuses_a_blank_name_by_the_text_rule() -> None:
+    with pytest.raises(TextLengthError):
+        StudentProfile.create(student_id="s-1", email="a@b.org", name=" ")
 
 
 def test_a_stored_v1_confirmation_is_upcast_with_no_lesson_start() -> None:

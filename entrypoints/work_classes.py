@@ -1,0 +1,102 @@
+"""The work classes: which events each worker pulls, its pool, and its job.
+
+Urgent work (notifications) and heavy work (exports) are separate durables with
+separate, bounded pools (seed §33), so a pile of exports can never occupy a
+notification's slot. A new work class is one more entry in `WORK_CLASSES`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from uuid import UUID
+
+import attrs
+from nats.js import JetStreamContext
+
+from adapters.nats.worker import Job, RateLimit, Worker
+from application.contracts.envelope import Envelope
+from application.email import EmailProvider
+from application.notifications import (
+    LessonFacts,
+    Notifier,
+    Outcome,
+    RetryPolicy,
+    request_for,
+)
+from entrypoints.container import Container
+from entrypoints.settings import Settings
+
+Owner = Callable[[], str]
+
+
+@attrs.frozen(kw_only=True)
+class WorkDeps:
+    settings: Settings
+    container: Container
+    email: EmailProvider
+
+
+@attrs.frozen(kw_only=True)
+class WorkClass:
+    name: str  # its durable, its DLQ subject, its `club worker NAME`
+    subjects: str
+    job: Callable[[WorkDeps], Job]
+    worker: Callable[[WorkDeps, JetStreamContext, Job, Owner], Worker]
+
+
+# The urgent work class: one e-mail per enrollment event.
+NOTIFICATIONS = "notifications"
+
+
+def notification_job(
+    container: Container, provider: EmailProvider, policy: RetryPolicy | None = None
+) -> Job:
+    """The notifications worker's job: the event in, the recorded outcome out."""
+
+    def lesson_facts(lesson_id: UUID) -> LessonFacts:
+        lesson = container.app.get_lesson(lesson_id)
+        return LessonFacts(title=lesson.title, starts_at=lesson.starts_at)
+
+    notifier = Notifier(
+        store=container.notifications,
+        provider=provider,
+        students=container.students,
+        lessons=lesson_facts,
+        policy=policy,
+    )
+
+    async def job(envelope: Envelope, replayed: bool) -> Outcome | None:
+        request = request_for(envelope, replayed=replayed)
+        if request is None:
+            return None  # an enrollment event that asks for no e-mail
+        return await asyncio.to_thread(notifier.handle, request)
+
+    return job
+
+
+def _notification_worker(
+    deps: WorkDeps, js: JetStreamContext, job: Job, owner: Owner
+) -> Worker:
+    return Worker(
+        name=NOTIFICATIONS,
+        js=js,
+        job=job,
+        owner=owner,
+        concurrency=8,
+        rate=RateLimit(deps.settings.email_rate_per_s),
+    )
+
+
+WORK_CLASSES: dict[str, WorkClass] = {
+    NOTIFICATIONS: WorkClass(
+        name=NOTIFICATIONS,
+        subjects="club.events.enrollment.>",
+        job=lambda deps: notification_job(
+            deps.container,
+            deps.email,
+            RetryPolicy(max_attempts=deps.settings.notify_max_attempts),
+        ),
+        worker=_notification_worker,
+    ),
+}
