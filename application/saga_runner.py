@@ -42,6 +42,7 @@ from application.saga import (
     SagaPolicy,
     decide,
 )
+from domain.errors import PurchaseStateError
 from domain.purchase import Purchase
 
 MAX_STEPS = 20  # a purchase passes through far fewer states than this
@@ -68,7 +69,12 @@ class PurchaseSaga:
             decision = decide(purchase, now, self._policy)
             if decision.command is None:
                 return decision.next_deadline
-            self._do(decision.command, purchase, now)
+            try:
+                self._do(decision.command, purchase, now)
+            except PurchaseStateError:
+                # Another saga process (or a webhook) moved the purchase between our
+                # read and our step: the step re-read it and refused. Decide again.
+                continue
         msg = f"purchase {purchase_id} did not settle in {MAX_STEPS} steps"
         raise RuntimeError(msg)
 

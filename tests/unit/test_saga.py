@@ -15,7 +15,7 @@ import pytest
 from adapters.postgres.database import eventsourcing_env
 from application.commands import EnrollStudent
 from application.idempotency import KeyReusedError
-from application.purchases import enrollment_id_of
+from application.purchases import Purchases, enrollment_id_of
 from application.saga import (
     CheckPayment,
     ExpireHold,
@@ -23,6 +23,7 @@ from application.saga import (
     SagaPolicy,
     decide,
 )
+from application.saga_runner import PurchaseSaga
 from domain.errors import (
     AlternativePriceError,
     InvalidPurchaseError,
@@ -34,6 +35,7 @@ from tests.unit.fake_payment import Fault
 from tests.unit.saga_world import HOLD_SECONDS, World
 
 PAST_HOLD = timedelta(seconds=HOLD_SECONDS + 1)
+POLICY = SagaPolicy()
 
 
 @pytest.fixture(params=["popo", "postgres"])
@@ -315,3 +317,38 @@ def test_backoff_doubles_up_to_its_ceiling_with_jitter_in_the_upper_half() -> No
 def test_a_reservation_survives_no_unknown_purchase(popo) -> None:
     with pytest.raises(Exception, match="does not exist"):
         popo.purchases.get(uuid4())
+
+
+class StaleOnce(Purchases):
+    """The first read is of a purchase another saga process has moved on since."""
+
+    def __init__(self, app, stale) -> None:
+        super().__init__(app)
+        self.stale = stale
+
+    def get(self, purchase_id):
+        if self.stale is not None:
+            stale, self.stale = self.stale, None
+            return stale
+        return super().get(purchase_id)
+
+
+@pytest.mark.parametrize("racing_capture", [False, True])
+def test_a_saga_that_decided_on_stale_state_decides_again(popo, racing_capture) -> None:
+    purchase_id = popo.reserve(popo.lesson(), "ann")
+    if racing_capture:  # the hold is due, but a webhook's capture comes first
+        popo.provider.capture_at_once = False
+        popo.advance(purchase_id)
+        popo.now += PAST_HOLD
+    stale = popo.get(purchase_id)
+    if racing_capture:
+        popo.provider.pay(stale.payment_key)
+        popo.webhook_captured(purchase_id)
+    else:  # the other saga process completed the purchase
+        popo.advance(purchase_id)
+    other = PurchaseSaga(
+        purchases=StaleOnce(popo.app, stale), provider=popo.provider, policy=POLICY
+    )
+    other.advance(purchase_id, popo.now)
+    assert popo.get(purchase_id).status is Status.CONFIRMED
+    assert len(popo.provider.charges) == 1
