@@ -15,7 +15,7 @@ import pytest
 from adapters.postgres.database import eventsourcing_env
 from application.commands import EnrollStudent
 from application.idempotency import KeyReusedError
-from application.purchases import Purchases, enrollment_id_of
+from application.purchases import Purchases, enrollment_id_of, purchase_id_from_key
 from application.saga import (
     CheckPayment,
     ExpireHold,
@@ -28,6 +28,8 @@ from domain.errors import (
     AlternativePriceError,
     InvalidPurchaseError,
     LessonFullError,
+    PaymentMismatchError,
+    RefundNotPendingError,
 )
 from domain.purchase import Status
 from entrypoints.bootstrap import migrate_database
@@ -352,3 +354,37 @@ def test_a_saga_that_decided_on_stale_state_decides_again(popo, racing_capture) 
     other.advance(purchase_id, popo.now)
     assert popo.get(purchase_id).status is Status.CONFIRMED
     assert len(popo.provider.charges) == 1
+
+
+def test_a_webhook_key_names_its_purchase_or_nothing(popo) -> None:
+    purchase_id = popo.reserve(popo.lesson(), "ann")
+    key = popo.get(purchase_id).payment_key
+    assert purchase_id_from_key(key) == purchase_id
+    for foreign in ["", "purchase-", "purchase-not-a-uuid", f"refund-{purchase_id}"]:
+        assert purchase_id_from_key(foreign) is None
+
+
+def test_hostile_facts_record_nothing(popo) -> None:
+    purchase_id = popo.reserve(popo.lesson(), "ann")
+    popo.advance(purchase_id)
+    version = popo.get(purchase_id).version
+    with pytest.raises(PaymentMismatchError):
+        popo.purchases.record_payment_captured(
+            purchase_id, payment_id="pay-forged", amount_cents=2500
+        )
+    popo.purchases.record_payment_declined(purchase_id, reason="stale, out of order")
+    with pytest.raises(RefundNotPendingError):
+        popo.purchases.record_refunded(purchase_id, refund_id="ref-forged")
+    assert popo.get(purchase_id).version == version
+    assert popo.get(purchase_id).status is Status.CONFIRMED
+
+
+def test_the_view_says_what_happens_next_and_when(popo) -> None:
+    purchase_id = popo.reserve(popo.lesson(), "ann")
+    popo.provider.next_charge_fault = Fault.LOST_BEFORE
+    popo.advance(purchase_id)
+    view = popo.purchases.view(purchase_id)
+    assert view.status == "payment_checking"
+    assert view.seat_held
+    assert str(view.next_check_at) in view.next_step
+    assert "payments on-call" in view.next_step
