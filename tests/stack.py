@@ -20,7 +20,9 @@ ROLES: dict[str, tuple[str, ...]] = {
     "relay": ("relay",),
     "projector": ("projector", "statistics"),
     "rosters": ("projector", "rosters"),
+    "worker": ("worker", "notifications"),
 }
+CORE = ("api", "relay", "projector", "rosters")  # what start_all starts
 # Faults must resolve in seconds, not in production's tens of seconds.
 FAST_FAULTS = {
     "CLUB_ACK_WAIT_SECONDS": "2",
@@ -69,7 +71,7 @@ class Stack:
             wait_ready(self.base)
 
     def start_all(self) -> None:
-        for name in ROLES:
+        for name in CORE:
             self.start(name)
 
     def name_of(self, pid: int) -> str:
