@@ -144,6 +144,14 @@ class Purchases:
             ),
         )
 
+    def record_payment_found_pending(
+        self, purchase_id: UUID, *, next_check_at: datetime
+    ) -> None:
+        self._change(
+            purchase_id,
+            _only(lambda p: p.record_found_pending(next_check_at=next_check_at)),
+        )
+
     def record_payment_not_taken(
         self, purchase_id: UUID, *, reason: str, retry_at: datetime
     ) -> None:

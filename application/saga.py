@@ -128,7 +128,9 @@ def decide(p: Purchase, now: datetime, policy: SagaPolicy) -> Decision:  # noqa:
             # The charge is still open: the seat goes, the checks go on
             # (a capture after this is a late payment).
             return Decision(ExpireHold(), None)
-        return _due(_check(p, policy), p.next_check_at, now, p.hold_expires_at)
+        # A charge the provider holds as pending is known, not unknown: the hold's
+        # expiry bounds this phase, so checks here run without a limit.
+        return _due(CheckPayment(), p.next_check_at, now, p.hold_expires_at)
     if s is Status.PAYMENT_CHECKING or (s is Status.EXPIRED and p.payment_open):
         # No hold expiry here: an unknown outcome keeps the seat until it is known.
         return _due(_check(p, policy), p.next_check_at, now)

@@ -129,31 +129,38 @@ class PurchaseSaga:
 
     def _check(self, p: Purchase, now: datetime) -> None:
         try:
-            status = self._provider.status(p.payment_key)
-            if status is PaymentStatus.CAPTURED:
-                # The lookup says captured but names no payment: the same charge
-                # again replays it (same key), with its id and amount.
-                payment = self._provider.charge(str(p.id), p.price_cents, p.payment_key)
-                self._record_payment(p.id, payment)
-                if payment.status is PaymentStatus.CAPTURED:
-                    return
-                status = payment.status
+            status = self._lookup(p)
         except (TransientPaymentError, PaymentOutcomeUnknownError) as error:
-            reason = f"status lookup failed: {error}"
-            status = PaymentStatus.PENDING
-        except PermanentPaymentError as error:
+            # The lookup itself failed: the outcome is as unknown as before.
+            self._purchases.schedule_check(
+                p.id,
+                reason=f"status lookup failed: {error}",
+                next_check_at=now + self._check_delay(p.checks + 1),
+            )
+            return
+        except PermanentPaymentError as error:  # the replayed charge: declined
             self._purchases.record_payment_declined(p.id, reason=str(error))
             return
-        else:
-            reason = f"provider says {status.value}"
+        reason = f"provider says {status.value}"
         if status is PaymentStatus.DECLINED:
             self._purchases.record_payment_declined(p.id, reason=reason)
         elif status is PaymentStatus.NOT_FOUND:
             self._purchases.record_payment_not_taken(p.id, reason=reason, retry_at=now)
-        else:
-            self._purchases.schedule_check(
-                p.id, reason=reason, next_check_at=now + self._check_delay(p.checks + 1)
+        elif status is PaymentStatus.PENDING:
+            self._purchases.record_payment_found_pending(
+                p.id, next_check_at=now + self._check_delay(p.checks + 1)
             )
+
+    def _lookup(self, p: Purchase) -> PaymentStatus:
+        """The provider's answer for our key; a capture is recorded on the way."""
+        status = self._provider.status(p.payment_key)
+        if status is PaymentStatus.CAPTURED:
+            # The lookup names no payment: the same charge again replays it (same
+            # key), with its id and amount.
+            payment = self._provider.charge(str(p.id), p.price_cents, p.payment_key)
+            self._record_payment(p.id, payment)
+            return payment.status
+        return status
 
     def _record_payment(self, pid: UUID, payment: Payment) -> None:
         if payment.status is PaymentStatus.CAPTURED:

@@ -83,6 +83,9 @@ class Purchase(Aggregate):
         reason: str
         next_check_at: datetime
 
+    class PaymentFoundPending(Aggregate.Event):
+        next_check_at: datetime
+
     class PaymentNotTaken(Aggregate.Event):
         reason: str
         retry_at: datetime
@@ -228,6 +231,13 @@ class Purchase(Aggregate):
             raise NotAwaitingPaymentError(self._refusal("schedule a payment check"))
         self._schedule_check(reason=reason, next_check_at=next_check_at)
 
+    def record_found_pending(self, *, next_check_at: datetime) -> None:
+        """The provider holds the charge, not yet paid: the outcome is known again,
+        so a check that was unsure ends, and the hold's expiry applies once more."""
+        if not self.payment_open:
+            raise NotAwaitingPaymentError(self._refusal("record a pending charge"))
+        self._found_pending(next_check_at=next_check_at)
+
     def record_not_taken(self, *, reason: str, retry_at: datetime) -> None:
         """The provider holds nothing under our key: charging again is safe."""
         if not self.payment_open:
@@ -359,6 +369,13 @@ class Purchase(Aggregate):
         self.checks += 1
         self.next_check_at = next_check_at
 
+    @event(PaymentFoundPending)
+    def _found_pending(self, next_check_at: datetime) -> None:
+        self.checks += 1
+        self.next_check_at = next_check_at
+        if self.status is Status.PAYMENT_CHECKING:
+            self.status = Status.PAYMENT_PENDING
+
     @event(PaymentNotTaken)
     def _not_taken(self, reason: str, retry_at: datetime) -> None:
         self.charge_attempts += 1
@@ -402,6 +419,7 @@ class Purchase(Aggregate):
         self.status = Status.EXPIRED
         self.hold_active = False
         self.next_charge_at = None
+        self.checks = 0  # watching an open charge after expiry has its own limit
 
     @event(AccessGranted)
     def _grant(self, enrollment_id: UUID) -> None:

@@ -23,7 +23,8 @@ def test_hold_and_purchase_topics_are_pinned() -> None:
             f"domain.purchase:Purchase.{name}"
             for name in [
                 "Reserved", "PaymentRequested", "PaymentOutcomeUnknown",
-                "PaymentCheckScheduled", "PaymentNotTaken", "PaymentDeclined",
+                "PaymentCheckScheduled", "PaymentFoundPending", "PaymentNotTaken",
+                "PaymentDeclined",
                 "PaymentCaptured", "PaymentTransferred", "HoldExpired",
                 "AccessGranted", "AlternativeOffered", "AlternativeAccepted",
                 "RefundRequested", "RefundAccepted", "RefundRetryScheduled",

@@ -255,6 +255,7 @@ class PurchaseSagaMachine(RuleBasedStateMachine):
         if not hasattr(self, "world"):
             return
         resolving = (
+            Purchase.PaymentFoundPending,
             Purchase.PaymentNotTaken,
             Purchase.PaymentDeclined,
             Purchase.PaymentCaptured,

@@ -388,3 +388,33 @@ def test_the_view_says_what_happens_next_and_when(popo) -> None:
     assert view.seat_held
     assert str(view.next_check_at) in view.next_step
     assert "payments on-call" in view.next_step
+
+
+def test_a_check_that_finds_the_charge_pending_ends_the_unknown(popo) -> None:
+    """Pending is a known answer: back to payment_pending, where the hold's expiry
+    applies again (a capture after it is a late payment)."""
+    lesson_id = popo.lesson()
+    purchase_id = popo.reserve(lesson_id, "ann")
+    popo.provider.capture_at_once = False
+    popo.provider.next_charge_fault = Fault.LOST_AFTER
+    popo.advance(purchase_id)
+    assert popo.get(purchase_id).status is Status.PAYMENT_CHECKING
+    popo.advance(purchase_id, timedelta(minutes=1))
+    assert popo.get(purchase_id).status is Status.PAYMENT_PENDING
+    popo.advance(purchase_id, PAST_HOLD)
+    purchase = popo.get(purchase_id)
+    assert (purchase.status, purchase.payment_open) == (Status.EXPIRED, True)
+    assert popo.app.get_lesson(lesson_id).seats_held == 0
+
+
+def test_a_student_slow_to_pay_keeps_the_seat_until_the_hold_not_a_review(popo):
+    purchase_id = popo.reserve(popo.lesson(), "ann")
+    popo.provider.capture_at_once = False
+    popo.advance(purchase_id)
+    while popo.now + timedelta(minutes=1) < popo.get(purchase_id).hold_expires_at:
+        popo.advance(purchase_id, timedelta(seconds=30))
+        assert popo.get(purchase_id).status is Status.PAYMENT_PENDING
+    assert popo.get(purchase_id).checks > popo.policy.max_checks
+    popo.provider.pay(popo.get(purchase_id).payment_key)
+    popo.advance(purchase_id, timedelta(seconds=30))
+    assert popo.get(purchase_id).status is Status.CONFIRMED
