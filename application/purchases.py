@@ -20,7 +20,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from application.club import ClubApplication
-from application.errors import ContentionError, NotFoundError
+from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from application.idempotency import KeyReusedError
 from application.ids import CLUB_NS
 from application.purchase_view import PurchaseView, view_of
@@ -76,6 +76,9 @@ class Purchases:
     ) -> PurchaseView:
         """Hold a seat at the lesson's current price until `now + hold_seconds`."""
         purchase_id = purchase_id_for(lesson_id, request_id)
+        students = self._app.students
+        if students is not None and students.get(student_id) is None:
+            raise UnknownStudentError(student_id)  # e-mails need the profile's address
         for attempt in range(MAX_ATTEMPTS):
             earlier = self._find(purchase_id)
             if earlier is not None:  # the first attempt's reply was lost

@@ -12,8 +12,11 @@ from uuid import uuid4
 
 import pytest
 
+from adapters.memory.students import InMemoryStudentDirectory
 from adapters.postgres.database import eventsourcing_env
+from application.club import ClubApplication
 from application.commands import EnrollStudent
+from application.errors import UnknownStudentError
 from application.idempotency import KeyReusedError
 from application.purchases import Purchases, enrollment_id_of, purchase_id_from_key
 from application.saga import (
@@ -418,3 +421,10 @@ def test_a_student_slow_to_pay_keeps_the_seat_until_the_hold_not_a_review(popo):
     popo.provider.pay(popo.get(purchase_id).payment_key)
     popo.advance(purchase_id, timedelta(seconds=30))
     assert popo.get(purchase_id).status is Status.CONFIRMED
+
+
+def test_a_student_without_a_profile_is_told_to_create_one_first() -> None:
+    popo = World(app=ClubApplication(students=InMemoryStudentDirectory()))
+    with pytest.raises(UnknownStudentError, match="PUT /students/ann first"):
+        popo.reserve(popo.lesson(), "ann")
+    assert popo.app.recorder.max_notification_id() == 1  # only the lesson
