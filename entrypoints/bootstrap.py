@@ -130,6 +130,7 @@ def build_api(settings: Settings, container: Container) -> ASGIApp:
         container,
         settings.nats_url,
         deadline_seconds=settings.request_deadline_seconds,
+        data_dir=settings.data_dir,
     )
 
 

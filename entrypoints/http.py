@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -15,10 +16,18 @@ from adapters.nats.streams import connect
 from entrypoints.body_limit import BodyLimit
 from entrypoints.bootstrap import Container
 from entrypoints.deadline import DEFAULT_DEADLINE_S, Deadline
+from entrypoints.exports_wiring import exports_dir
 from entrypoints.problems import install_error_handlers
-from entrypoints.routes import enrollments, health, lessons, statistics, students
+from entrypoints.routes import (
+    enrollments,
+    health,
+    lessons,
+    operations,
+    statistics,
+    students,
+)
 
-ROUTERS = (students, lessons, enrollments, statistics, health)
+ROUTERS = (students, lessons, enrollments, operations, statistics, health)
 
 
 def create_app(
@@ -26,7 +35,10 @@ def create_app(
     nats_url: str | None = None,
     *,
     deadline_seconds: float = DEFAULT_DEADLINE_S,
+    data_dir: Path | None = None,
 ) -> FastAPI:
+    """`data_dir`: where export results are served from (CLUB_DATA_DIR)."""
+
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         api.state.nats = await connect(nats_url, name="club-api") if nats_url else None
@@ -36,6 +48,8 @@ def create_app(
 
     api = FastAPI(title="Club", version="0.1.0", lifespan=lifespan)
     api.state.container = container
+    if data_dir is not None:
+        api.state.exports_dir = exports_dir(data_dir)
     install_error_handlers(api)
     for module in ROUTERS:
         api.include_router(module.router)

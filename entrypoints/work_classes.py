@@ -25,6 +25,12 @@ from application.notifications import (
     request_for,
 )
 from entrypoints.container import Container
+from entrypoints.exports_wiring import (
+    EXPORT_SUBJECTS,
+    EXPORTS,
+    export_job,
+    export_worker,
+)
 from entrypoints.settings import Settings
 
 Owner = Callable[[], str]
@@ -98,5 +104,18 @@ WORK_CLASSES: dict[str, WorkClass] = {
             RetryPolicy(max_attempts=deps.settings.notify_max_attempts),
         ),
         worker=_notification_worker,
+    ),
+    # The heavy work class: 2 slots of its own, in-progress acks while it works.
+    EXPORTS: WorkClass(
+        name=EXPORTS,
+        subjects=EXPORT_SUBJECTS,
+        job=lambda deps: export_job(
+            deps.container,
+            deps.settings.data_dir,
+            deps.settings.export_max_age_seconds,
+        ),
+        worker=lambda deps, js, job, owner: export_worker(
+            js, job, owner, ack_wait=deps.settings.ack_wait_seconds
+        ),
     ),
 }

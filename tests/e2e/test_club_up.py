@@ -126,8 +126,8 @@ def test_club_up_serves_stops_cleanly_and_keeps_its_data() -> None:
         ctrl_c(proc)
 
 
-def test_a_newcomer_who_enrolls_sees_the_confirmation_arrive() -> None:
-    """Issue #11: `club up` runs the e-mail sandbox and the notifications worker."""
+def test_a_newcomer_sees_the_confirmation_arrive_and_can_export_the_roster() -> None:
+    """Issue #11: `club up` runs the e-mail sandbox and both work classes."""
     data_dir = scratch_dir("club-up-mail-") / "data"
     sandbox = f"http://127.0.0.1:{free_port()}"
     with club_up(data_dir, free_port(), CLUB_EMAIL_PROVIDER_URL=sandbox) as (api, proc):
@@ -153,6 +153,19 @@ def test_a_newcomer_who_enrolls_sees_the_confirmation_arrive() -> None:
         assert [m["to"] for m in inbox] == ["ann@example.org"]
         assert "Yoga" in inbox[0]["subject"]
         assert "ann@example.org" in httpx.get(f"{sandbox}/", timeout=5).text
+
+        asked = httpx.post(f"{api}/lessons/{lesson_id}/roster-exports", timeout=10)
+        assert asked.status_code == 202
+        operation = f"{api}{asked.headers['location']}"
+        done = eventually(
+            lambda: (
+                (o := httpx.get(operation, timeout=5).json())["status"] == "succeeded"
+                and o
+            ),
+            timeout=60,
+        )
+        csv = httpx.get(f"{api}{done['result_url']}", timeout=5)
+        assert student in csv.text
         ctrl_c(proc)
 
 
