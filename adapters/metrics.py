@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 CONTRACT_CONFLICTS = Counter(
     "club_contract_conflicts",
@@ -25,4 +25,15 @@ WORK_OVER_AGE = Counter(
     "Jobs started past their work class's age limit (they still run): heavy work "
     "waiting behind urgent work for too long.",
     ["work_class"],
+)
+DLQ_MESSAGES = Gauge(
+    "club_dlq_messages",
+    "Entries waiting in CLUB_DLQ, by the consumer that gave them up.",
+    ["consumer"],
+)
+DLQ_OLDEST_AGE = Gauge(
+    "club_dlq_oldest_age_seconds",
+    "Age of the oldest entry waiting in CLUB_DLQ, by consumer: how long an "
+    "obligation has waited for its owner.",
+    ["consumer"],
 )

@@ -17,6 +17,7 @@ import attrs
 
 from adapters.nats.dlq import replay_durable
 from adapters.nats.streams import (
+    DLQ_STREAM,
     DLQ_SUBJECTS,
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
@@ -42,7 +43,12 @@ def admin_user() -> NatsUser:
 
 def api_user() -> NatsUser:
     """Readiness and status read JetStream's state; reading is all it may do."""
-    reads = ("$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.*.*")
+    reads = (
+        "$JS.API.INFO",
+        "$JS.API.STREAM.INFO.*",
+        "$JS.API.CONSUMER.INFO.*.*",
+        f"$JS.API.STREAM.MSG.GET.{DLQ_STREAM}",  # the DLQ's oldest entries (metrics)
+    )
     return NatsUser("api", publish=reads, subscribe=(REPLIES,))
 
 

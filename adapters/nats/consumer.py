@@ -57,6 +57,11 @@ from application.contracts.meaning import meaning_digest
 log = structlog.get_logger()
 
 NAK_DELAY_S = 2.0
+ORDER_NOTE = (
+    "later events of the aggregate were applied meanwhile; they need not wait: "
+    "read models merge each aggregate by aggregate_version, so a replay of this "
+    "one never overwrites a later state"
+)
 POISON_ATTEMPTS = 5  # deliveries of a poison event before it is dead-lettered
 POISON_FIRST_DELAY_S = 1.0  # then doubled per delivery, up to the cap
 POISON_MAX_DELAY_S = 60.0
@@ -173,7 +178,7 @@ class ConsumerRunner:
         if outcome.dead:
             owner = await asyncio.to_thread(owner_of, self._engine, self.name)
             for dead in outcome.dead:
-                await dead_letter(self._js, self.name, dead, owner)
+                await dead_letter(self._js, self.name, dead, owner, ORDER_NOTE)
         for retry in outcome.retrying:
             await retry.msg.nak(delay=self._poison_delay(retry.msg))
         for msg in msgs:

@@ -32,8 +32,14 @@ class Unreadable:
 
 
 async def dead_letter(
-    js: JetStreamContext, consumer: str, item: Unreadable, owner: str
+    js: JetStreamContext,
+    consumer: str,
+    item: Unreadable,
+    owner: str,
+    order: str = "",
 ) -> None:
+    """`order` says why later events of the same aggregate need not wait behind
+    this one (or that they do), so the operator knows what a replay will meet."""
     meta = item.msg.metadata
     original = dict(item.msg.headers or {})
     replayed = REPLAY_HEADER in original  # keep where it first came from
@@ -47,6 +53,7 @@ async def dead_letter(
             "Club-Delivery-Count": str(meta.num_delivered),
             "Club-Reason": reason,
             "Club-Owner": one_line(owner),
+            "Club-Order": one_line(order or "not stated"),
             # This delivery dead-lettered twice (a crash before the term) is one
             # entry; the same event failing again after a replay is a new one.
             "Nats-Msg-Id": f"{consumer}:{meta.stream}:{item.stream_seq}",

@@ -47,6 +47,7 @@ from application.notifications import Done, GiveUp, Outcome, Retry
 
 log = structlog.get_logger()
 
+ORDER_NOTE = "each job stands alone: nothing waits behind it"
 POISON_ATTEMPTS = 5  # deliveries of a message whose job fails with a bug
 POISON_DELAY_S = 1.0  # then doubled per delivery
 
@@ -195,7 +196,8 @@ class Worker:
 
     async def _give_up(self, msg: Msg, seq: int, reason: str) -> None:
         owner = await asyncio.to_thread(self._owner)
-        await dead_letter(self._js, self.name, Unreadable(msg, seq, reason), owner)
+        item = Unreadable(msg, seq, reason)
+        await dead_letter(self._js, self.name, item, owner, ORDER_NOTE)
 
 
 async def _quietly(verb: Awaitable[None]) -> None:

@@ -6,15 +6,19 @@ import asyncio
 from typing import Any
 
 import sqlalchemy as sa
+import structlog
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from adapters.metrics import DLQ_MESSAGES, DLQ_OLDEST_AGE
+from adapters.nats.dlq_metrics import dlq_hops
 from entrypoints.api_docs import problems
 from entrypoints.bootstrap import Container
 from entrypoints.problems import problem
 from entrypoints.routes.deps import ContainerDep
 
+log = structlog.get_logger()
 router = APIRouter()
 
 
@@ -37,8 +41,25 @@ async def readyz(request: Request, container: ContainerDep) -> Response:
 
 
 @router.get("/metrics", include_in_schema=False)
-def metrics() -> Response:
+async def metrics(request: Request) -> Response:
+    await _refresh_dlq_gauges(getattr(request.app.state, "nats", None))
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _refresh_dlq_gauges(nc: Any) -> None:
+    """Read at scrape time; a broker that does not answer leaves the last values."""
+    if nc is None or not nc.is_connected:
+        return
+    try:
+        hops = await asyncio.wait_for(dlq_hops(nc.jetstream()), 2)
+    except Exception:
+        log.warning("metrics.dlq_unavailable")
+        return
+    DLQ_MESSAGES.clear()
+    DLQ_OLDEST_AGE.clear()
+    for hop in hops:
+        DLQ_MESSAGES.labels(consumer=hop.consumer).set(hop.messages)
+        DLQ_OLDEST_AGE.labels(consumer=hop.consumer).set(hop.oldest_age_seconds)
 
 
 def _database_ready(container: Container) -> bool:

@@ -190,6 +190,7 @@ def test_a_poison_event_is_retried_then_dead_lettered_and_its_batch_mates_applie
     reason = dead.headers["Club-Reason"]
     assert reason.startswith("poison: DataError: PostgreSQL text fields cannot"), reason
     assert dead.headers["Club-Owner"] == "team-statistics"
+    assert "need not wait" in dead.headers["Club-Order"]  # why nothing queues behind
     assert dead.headers["Club-Delivery-Count"] == "3"  # retried, then given up
     assert int(dead.headers["Club-Original-Stream-Seq"]) == poison_seq
     assert json.loads(dead.data) == poison_body

@@ -148,6 +148,10 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
         assert entry.owner == "team-mail"
         assert "400" in entry.reason
         assert entry.original_subject.endswith("EnrollmentConfirmed")
+        with TestClient(create_app(container, nats_url)) as api:
+            scraped = api.get("/metrics").text
+        assert 'club_dlq_messages{consumer="notifications"} 1.0' in scraped
+        assert 'club_dlq_oldest_age_seconds{consumer="notifications"}' in scraped
         sandbox.reset_knobs()  # the cause is fixed
         before = len(accepted(sandbox))
         request = ReplayRequest(
