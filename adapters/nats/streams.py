@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import nats
@@ -96,13 +99,42 @@ async def connect(url: str, name: str) -> Client:
     return connecting.result()
 
 
-async def ensure_streams(js: JetStreamContext) -> None:
+REPLICAS_VARIABLE = "CLUB_NATS_REPLICAS"
+MAX_REPLICAS = 5  # JetStream's own limit
+
+
+def configured_replicas(environ: Mapping[str, str] = os.environ) -> int | None:
+    """How many servers keep each stream (`CLUB_NATS_REPLICAS`: 3 on a three-node
+    cluster); None when unset."""
+    raw = environ.get(REPLICAS_VARIABLE, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_REPLICAS:
+        msg = (
+            f"{REPLICAS_VARIABLE}={raw!r} must be a whole number from 1 to "
+            f"{MAX_REPLICAS}: 1 for a single NATS server, 3 for a three-node cluster"
+        )
+        raise ValueError(msg)
+    return int(raw)
+
+
+async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> None:
+    """Create or update Club's streams with `replicas` (else CLUB_NATS_REPLICAS).
+    Unset, a new stream gets 1 and an existing one keeps its count, so a process
+    started without the variable never shrinks a cluster's streams."""
+    wanted = replicas or configured_replicas()
     for config in STREAMS:
         try:
-            await js.stream_info(str(config.name))
-            await js.update_stream(config)
+            info = await js.stream_info(str(config.name))
         except NotFoundError:
-            await js.add_stream(config)
+            await js.add_stream(_with_replicas(config, wanted or 1))
+        else:
+            kept = info.config.num_replicas or 1
+            await js.update_stream(_with_replicas(config, wanted or kept))
+
+
+def _with_replicas(config: StreamConfig, replicas: int) -> StreamConfig:
+    return dataclasses.replace(config, num_replicas=replicas)
 
 
 async def ensure_consumer(
