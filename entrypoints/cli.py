@@ -10,7 +10,7 @@ import structlog
 
 from adapters.crash import check_crash_setting
 from adapters.nats.streams import CredentialsRefusedError
-from entrypoints import bootstrap, dlq, maintenance
+from entrypoints import bootstrap, dlq, maintenance, status
 from entrypoints.masking import mask_log_event, masked
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS
 from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
@@ -156,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     add_knob_arguments(email, EMAIL_KNOBS)
     email.set_defaults(run=_email_sandbox)
     dlq.add_commands(sub)
+    status.add_commands(sub)
     return parser
 
 

@@ -9,8 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from datetime import timedelta
+
 import attrs
 
+from application.saga import SagaPolicy
 from entrypoints.masking import masked
 
 
@@ -31,10 +34,17 @@ class Settings:
     email_rate_per_s: float  # the provider's limit: workers pace themselves under it
     notify_max_attempts: int
     export_max_age_seconds: float
+    promise_seconds: float  # the confirmation e-mail's promised delivery time
     # Tuning, mostly for tests that need faults to resolve quickly:
     relay_lease_seconds: float
     ack_wait_seconds: float
     request_deadline_seconds: float
+    # The purchase saga and its payment provider:
+    payment_provider_url: str  # the sandbox `club up` starts, unless set
+    payment_webhook_secret: str  # "" refuses every webhook; `club up` makes one
+    saga_lease_seconds: float
+    saga_poll_seconds: float
+    saga_policy: SagaPolicy
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -54,9 +64,18 @@ class Settings:
             email_rate_per_s=_number(env, "CLUB_EMAIL_RATE_PER_S", 100, "per second"),
             notify_max_attempts=_positive_int(env, "CLUB_NOTIFY_MAX_ATTEMPTS", 10),
             export_max_age_seconds=_number(env, "CLUB_EXPORT_MAX_AGE_SECONDS", 300),
+            promise_seconds=_number(env, "CLUB_PROMISE_SECONDS", 10),
             relay_lease_seconds=_number(env, "CLUB_RELAY_LEASE_SECONDS", 10),
             ack_wait_seconds=_number(env, "CLUB_ACK_WAIT_SECONDS", 30),
             request_deadline_seconds=_number(env, "CLUB_REQUEST_DEADLINE_SECONDS", 5),
+            payment_provider_url=_http_url(
+                "CLUB_PAYMENT_PROVIDER_URL",
+                env.get("CLUB_PAYMENT_PROVIDER_URL") or DEFAULT_PAYMENT_PROVIDER_URL,
+            ),
+            payment_webhook_secret=env.get("CLUB_PAYMENT_WEBHOOK_SECRET", ""),
+            saga_lease_seconds=_number(env, "CLUB_SAGA_LEASE_SECONDS", 30),
+            saga_poll_seconds=_number(env, "CLUB_SAGA_POLL_SECONDS", 0.5),
+            saga_policy=_saga_policy(env),
         )
 
     def require_services(self) -> tuple[str, str]:
@@ -103,6 +122,48 @@ def _number(
 
 
 DEFAULT_EMAIL_PROVIDER_URL = "http://127.0.0.1:8025"  # `club sandbox email`
+DEFAULT_PAYMENT_PROVIDER_URL = "http://127.0.0.1:8026"  # `club sandbox payment`
+
+
+def _saga_policy(env: Mapping[str, str]) -> SagaPolicy:
+    """Production waits in minutes; tests shorten every wait through these."""
+    base = SagaPolicy()
+
+    def span(name: str, default: timedelta) -> timedelta:
+        return timedelta(seconds=_number(env, name, default.total_seconds()))
+
+    offer = env.get("CLUB_SAGA_OFFER_WINDOW_SECONDS")
+    return SagaPolicy(
+        webhook_grace=span("CLUB_SAGA_WEBHOOK_GRACE_SECONDS", base.webhook_grace),
+        first_check=span("CLUB_SAGA_FIRST_CHECK_SECONDS", base.first_check),
+        max_check_delay=span("CLUB_SAGA_MAX_CHECK_DELAY_SECONDS", base.max_check_delay),
+        max_checks=_positive_int(env, "CLUB_SAGA_MAX_CHECKS", base.max_checks),
+        first_retry=span("CLUB_SAGA_FIRST_RETRY_SECONDS", base.first_retry),
+        max_retry_delay=span("CLUB_SAGA_MAX_RETRY_DELAY_SECONDS", base.max_retry_delay),
+        max_refund_attempts=_positive_int(
+            env, "CLUB_SAGA_MAX_REFUND_ATTEMPTS", base.max_refund_attempts
+        ),
+        # Zero is meaningful here: refund a late payment at once, offer nothing.
+        offer_window=base.offer_window
+        if offer
+        in (
+            None,
+            "",
+        )
+        else timedelta(seconds=_non_negative(offer, "CLUB_SAGA_OFFER_WINDOW_SECONDS")),
+    )
+
+
+def _non_negative(raw: str, name: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number of seconds") from None
+    if not 0 <= value < math.inf:
+        raise ConfigError(f"{name}={raw!r} must be 0 or more seconds, and finite")
+    return value
+
+
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 HTTP_SCHEMES = ("http", "https")
 
