@@ -9,6 +9,8 @@ from uuid import UUID
 
 import attrs
 
+from application.contracts.purchase_events import PURCHASE_VERSIONS, PurchaseEvent
+
 
 @attrs.frozen(kw_only=True)
 class LessonScheduledV1:
@@ -171,6 +173,7 @@ CurrentEvent = (
     | EnrollmentConfirmedV2
     | EnrollmentCancelledV1
     | ExportRequestedV1
+    | PurchaseEvent
 )
 PublishedEvent = CurrentEvent | EnrollmentConfirmedV1
 
@@ -183,6 +186,7 @@ READERS: dict[tuple[str, int], Callable[[dict[str, Any]], CurrentEvent]] = {
     ("EnrollmentConfirmed", 2): EnrollmentConfirmedV2.from_data,
     ("EnrollmentCancelled", 1): EnrollmentCancelledV1.from_data,
     ("ExportRequested", 1): ExportRequestedV1.from_data,
+    **{(cls.TYPE, cls.VERSION): cls.from_data for cls in PURCHASE_VERSIONS},
 }
 EVERY_VERSION: tuple[type[PublishedEvent], ...] = (
     LessonScheduledV1,
@@ -190,6 +194,7 @@ EVERY_VERSION: tuple[type[PublishedEvent], ...] = (
     EnrollmentConfirmedV2,
     EnrollmentCancelledV1,
     ExportRequestedV1,
+    *PURCHASE_VERSIONS,
 )
 
 

@@ -19,6 +19,7 @@ from application.contracts.events import (
     LessonScheduledV1,
     PublishedEvent,
 )
+from application.contracts.purchase_mapping import PURCHASE_PUBLISHED
 from application.ids import event_id
 from domain.enrollment import Enrollment
 from domain.export import Export
@@ -64,12 +65,14 @@ def _export_requested(e: Export.Requested) -> ExportRequestedV1:
 
 
 # Internal event class -> (subject aggregate token, published encoder).
-# Events missing here (a lesson's seat bookkeeping) stay internal.
+# Events missing here (a lesson's seat bookkeeping, the saga's retries and checks)
+# stay internal.
 PUBLISHED: dict[type[Any], tuple[str, Callable[[Any], PublishedEvent]]] = {
     Lesson.Scheduled: ("lesson", _lesson_scheduled),
     Enrollment.Confirmed: ("enrollment", _enrollment_confirmed),
     Enrollment.Cancelled: ("enrollment", _enrollment_cancelled),
     Export.Requested: ("export", _export_requested),
+    **{event: ("purchase", encode) for event, encode in PURCHASE_PUBLISHED.items()},
 }
 
 _PUBLISHED_TOPICS = frozenset(get_topic(cls) for cls in PUBLISHED)

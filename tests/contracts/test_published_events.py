@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from application.contracts.envelope import Envelope
 from application.contracts.events import EVERY_VERSION, READERS
 from application.contracts.mapping import UnknownSchemaError, decode, to_envelope
+from application.contracts.purchase_events import PURCHASE_VERSIONS
 from application.ids import event_id
 from domain.enrollment import Enrollment
 from domain.errors import DomainError
@@ -25,7 +26,8 @@ EXAMPLES = Path(__file__).parent / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*/v*.json"))
 SUBJECT_OF = {"LessonScheduled": "lesson", "EnrollmentConfirmed": "enrollment",
               "EnrollmentCancelled": "enrollment",
-              "ExportRequested": "export"}  # fmt: skip
+              "ExportRequested": "export",
+              **{cls.TYPE: "purchase" for cls in PURCHASE_VERSIONS}}  # fmt: skip
 
 
 def load(path: Path) -> Envelope:
