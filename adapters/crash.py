@@ -20,6 +20,9 @@ POINTS = frozenset(
         "consumer.after_commit",  # inbox + effect committed, not acked
         "worker.after_accept",  # the provider accepted; `sent` not yet committed
         "worker.after_commit",  # `sent` committed, not acked
+        "saga.after_charge",  # the provider answered the charge; nothing recorded
+        "saga.after_refund_accepted",  # the provider took the refund; not recorded
+        "saga.after_step",  # a purchase advanced; its next deadline not written
     }
 )
 

@@ -10,6 +10,8 @@ starts it, the broker's users are made for it, the CLI names its choices from it
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from typing import Any, Protocol
 
 import attrs
@@ -24,13 +26,20 @@ from adapters.nats.streams import connect, ensure_consumer, ensure_streams
 from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres import tables
 from adapters.postgres.database import create_engine, eventsourcing_env
+from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.inbox import Apply
 from adapters.postgres.owners import owner_of
 from adapters.postgres.rebuild import Rebuild
+from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.email_http import HttpEmailProvider
+from adapters.providers.payment_crash import CrashPointProvider
+from adapters.providers.payment_http import HttpPaymentProvider
 from application.club import ClubApplication
 from application.email import EmailProvider
+from application.payment import PaymentProvider
+from application.purchases import Purchases
+from application.saga_runner import PurchaseSaga
 from entrypoints.container import Container, build
 from entrypoints.settings import Settings
 from entrypoints.work_classes import WORK_CLASSES, WorkDeps
@@ -96,7 +105,7 @@ def migrate(database_url: str, nats_url: str) -> None:
 class Role:
     """One long-running process kind; `name` picks the projection or work class."""
 
-    kind: str  # api | relay | projector | worker | sandbox
+    kind: str  # api | relay | projector | worker | saga | sandbox
     name: str = ""
 
     @property
@@ -114,7 +123,9 @@ ROLES: tuple[Role, ...] = (
     Role("relay"),
     *(Role("projector", name) for name in PROJECTIONS),
     *(Role("worker", name) for name in WORK_CLASSES),
+    Role("saga"),
     Role("sandbox", "email"),
+    Role("sandbox", "payment"),
 )
 CONSUMERS = tuple(role.durable for role in ROLES if role.durable)
 
@@ -131,6 +142,40 @@ def build_api(settings: Settings, container: Container) -> ASGIApp:
         settings.nats_url,
         deadline_seconds=settings.request_deadline_seconds,
         data_dir=settings.data_dir,
+        hold_seconds=settings.hold_seconds,
+        webhook_secret=settings.payment_webhook_secret,
+    )
+
+
+def saga_deadlines(settings: Settings, container: Container) -> SagaDeadlines:
+    """Claims name the process that holds them (an operator reads `claimed_by`)."""
+    return SagaDeadlines(
+        container.engine,
+        owner=f"{socket.gethostname()}:{os.getpid()}",
+        lease=settings.saga_lease_seconds,
+    )
+
+
+def build_saga(
+    settings: Settings,
+    container: Container,
+    *,
+    provider: PaymentProvider | None = None,
+) -> Runnable:
+    from entrypoints.saga_process import SagaProcess  # noqa: PLC0415 - saga role only
+
+    deadlines = saga_deadlines(settings, container)
+    http = provider or HttpPaymentProvider(settings.payment_provider_url)
+    saga = PurchaseSaga(
+        purchases=Purchases(container.app),
+        provider=CrashPointProvider(http),
+        policy=settings.saga_policy,
+    )
+    return SagaProcess(
+        saga=saga,
+        deadlines=deadlines,
+        feed=SagaFeed(container.engine, container.app.recorder, deadlines),
+        poll_seconds=settings.saga_poll_seconds,
     )
 
 
@@ -199,4 +244,6 @@ def container_options(settings: Settings, role: Role) -> dict[str, Any]:
         return {"pool_size": 2, "hold_locks_at_most": settings.relay_lease_seconds / 2}
     if role.kind == "api":
         return {"pool_size": 20}
+    if role.kind == "saga":
+        return {"pool_size": 4}
     return {"pool_size": 2 if role.kind == "projector" else 4}

@@ -14,6 +14,7 @@ from entrypoints import bootstrap, dlq, maintenance, status
 from entrypoints.masking import mask_log_event, masked
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS
 from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
+from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
 from entrypoints.settings import ConfigError, Settings
 from entrypoints.work_classes import WORK_CLASSES
 
@@ -94,6 +95,38 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _saga(settings: Settings, _: argparse.Namespace) -> int:
+    from entrypoints.roles import run_saga
+
+    run_saga(settings)
+    return 0
+
+
+def _payment_sandbox(settings: Settings, args: argparse.Namespace) -> int:
+    """Listens where CLUB_PAYMENT_PROVIDER_URL points; signs its webhooks to the
+    API's /webhooks/payment with CLUB_PAYMENT_WEBHOOK_SECRET."""
+    from entrypoints.sandbox.payment import check_webhook_target, run_payment_sandbox
+
+    where = urlsplit(settings.payment_provider_url)
+    host = settings.http_host if settings.http_host != "0.0.0.0" else "127.0.0.1"  # noqa: S104
+    webhook_url = (
+        args.webhook_url or f"http://{host}:{settings.http_port}/webhooks/payment"
+    )
+    try:
+        check_webhook_target(webhook_url, settings.payment_webhook_secret)
+    except ValueError as e:
+        raise ConfigError(f"{e} (set CLUB_PAYMENT_WEBHOOK_SECRET)") from None
+    run_payment_sandbox(
+        where.hostname or "127.0.0.1",
+        where.port or 80,
+        settings.data_dir / "sandbox" / "payment",
+        knobs_from(args, PAYMENT_KNOBS),
+        webhook_url,
+        settings.payment_webhook_secret,
+    )
+    return 0
+
+
 def _email_sandbox(settings: Settings, args: argparse.Namespace) -> int:
     """Listens where CLUB_EMAIL_PROVIDER_URL points, so workers find it."""
     from entrypoints.sandbox.email import run_email_sandbox
@@ -155,6 +188,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_knob_arguments(email, EMAIL_KNOBS)
     email.set_defaults(run=_email_sandbox)
+    payment = sandboxes.add_parser(
+        "payment", help="the payment provider, at CLUB_PAYMENT_PROVIDER_URL"
+    )
+    payment.add_argument(
+        "--webhook-url",
+        help="where signed webhooks go (default: this API's /webhooks/payment)",
+    )
+    add_knob_arguments(payment, PAYMENT_KNOBS)
+    payment.set_defaults(run=_payment_sandbox)
+    sub.add_parser(
+        "saga", help="the purchase saga: deadlines, payments, refunds"
+    ).set_defaults(run=_saga)
     dlq.add_commands(sub)
     status.add_commands(sub)
     return parser

@@ -23,11 +23,16 @@ from entrypoints.routes import (
     health,
     lessons,
     operations,
+    purchases,
     statistics,
     students,
+    webhooks,
 )
 
-ROUTERS = (students, lessons, enrollments, operations, statistics, health)
+ROUTERS = (
+    students, lessons, enrollments, purchases, webhooks, operations, statistics,
+    health,
+)  # fmt: skip
 
 
 def create_app(
@@ -36,8 +41,11 @@ def create_app(
     *,
     deadline_seconds: float = DEFAULT_DEADLINE_S,
     data_dir: Path | None = None,
+    hold_seconds: int = purchases.DEFAULT_HOLD_SECONDS,
+    webhook_secret: str = "",
 ) -> FastAPI:
-    """`data_dir`: where export results are served from (CLUB_DATA_DIR)."""
+    """`data_dir`: where export results are served from (CLUB_DATA_DIR);
+    `webhook_secret`: what payment webhooks are signed with ("" refuses them all)."""
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
@@ -48,6 +56,8 @@ def create_app(
 
     api = FastAPI(title="Club", version="0.1.0", lifespan=lifespan)
     api.state.container = container
+    api.state.hold_seconds = hold_seconds
+    api.state.webhook_secret = webhook_secret
     if data_dir is not None:
         api.state.exports_dir = exports_dir(data_dir)
     install_error_handlers(api)

@@ -16,10 +16,15 @@ from application.errors import NotFoundError, UnknownStudentError
 from application.idempotency import KeyReusedError
 from domain.errors import (
     AlreadyEnrolledError,
+    AlternativePriceError,
     InvalidLessonError,
+    InvalidPurchaseError,
     InvalidStudentProfileError,
     InvalidTextError,
     LessonFullError,
+    PaymentMismatchError,
+    PurchaseStateError,
+    SeatNotHeldError,
 )
 
 log = structlog.get_logger()
@@ -58,6 +63,11 @@ KNOWN: list[tuple[type[Exception], int, str, str]] = [
     (UnknownStudentError, 422, "unknown-student", "The student has no profile"),
     (NotFoundError, 404, "not-found", "Not found"),
     (KeyReusedError, 422, "idempotency-key-reused", "Idempotency-Key reused"),
+    (InvalidPurchaseError, 422, "invalid-purchase", "The purchase is not valid"),
+    (AlternativePriceError, 422, "alternative-price", "Another price than paid"),
+    (PurchaseStateError, 409, "purchase-state", "Not possible in this state"),
+    (PaymentMismatchError, 409, "payment-mismatch", "Another payment"),
+    (SeatNotHeldError, 409, "seat-not-held", "The seat is not held"),
 ]
 
 

@@ -58,6 +58,31 @@ def run_worker(settings: Settings, name: str) -> None:
     asyncio.run(_serve(settings, bootstrap.Role("worker", name), build))
 
 
+def run_saga(settings: Settings) -> None:
+    asyncio.run(_serve_saga(settings))
+
+
+async def _serve_saga(settings: Settings) -> None:
+    """The saga needs the database and the payment provider, not the broker."""
+    database_url, _ = settings.require_services()
+    stop = _stop_on_signals()
+    role = bootstrap.Role("saga")
+    container = await asyncio.to_thread(
+        _build_when_reachable,
+        database_url,
+        stop.is_set,
+        **bootstrap.container_options(settings, role),
+    )
+    if container is None:
+        return
+    try:
+        runnable = bootstrap.build_saga(settings, container)
+        log.info("role.started", role="saga")
+        await runnable.run(stop)
+    finally:
+        container.close()
+
+
 def _build_when_reachable(
     database_url: str, stopped: Callable[[], bool] = lambda: False, **kw: Any
 ) -> bootstrap.Container | None:

@@ -222,3 +222,45 @@ class StatisticsOut(BaseModel):
     last_applied_seq: int = LAST_APPLIED_SEQ
     totals: StatisticsTotals
     lessons: list[LessonStatistics]
+
+
+class PurchaseIn(Body):
+    student_id: StudentId
+
+
+class AlternativeIn(Body):
+    lesson_id: UUID = Field(description="Another lesson at the same price.")
+
+
+class PurchaseOut(BaseModel):
+    """Where a purchase stands, in fields and in words (`next_step`)."""
+
+    purchase_id: UUID
+    lesson_id: UUID
+    student_id: str
+    status: str = Field(
+        description="reserved, payment_pending, payment_checking (outcome unknown), "
+        "captured, confirmed, declined, expired, alternative_offered, "
+        "alternative_accepted, refund_pending, refunded or manual_review"
+    )
+    price_cents: int
+    hold_expires_at: datetime
+    seat_held: bool
+    payment_open: bool = Field(description="A charge was asked for, not settled yet.")
+    payment_id: str | None
+    enrollment_id: UUID | None
+    checks: int
+    next_check_at: datetime | None
+    refund_state: str | None = Field(description="None, pending or refunded")
+    review_reason: str | None
+    review_owner: str | None
+    offer_expires_at: datetime | None
+    alternative_purchase_id: UUID | None
+    next_step: str = Field(description="What happens next, and when, in words.")
+    version: int
+
+
+class WebhookOut(BaseModel):
+    event_id: str
+    outcome: str = Field(description="What the fact did, as first recorded.")
+    duplicate: bool = Field(description="This event id was received before.")

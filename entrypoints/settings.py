@@ -6,10 +6,9 @@ import math
 import os
 import secrets
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
-
-from datetime import timedelta
 
 import attrs
 

@@ -9,6 +9,7 @@ pause, which is a deadline the loop checks, never a sleep.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -82,6 +83,9 @@ def _up(settings: Settings) -> int:
         base = os.environ | {
             "CLUB_DATABASE_URL": database_url,
             "CLUB_OPERATOR_TOKEN": settings.operator_token,
+            # The API checks what the payment sandbox signs: one secret for both.
+            "CLUB_PAYMENT_WEBHOOK_SECRET": settings.payment_webhook_secret
+            or secrets.token_urlsafe(32),
         }
         children = [
             Child(role, base | {"CLUB_NATS_URL": nats_urls[nats_user(role)]})

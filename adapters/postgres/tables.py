@@ -124,3 +124,52 @@ dlq_replays = sa.Table(
     sa.Column("started_at", sa.DateTime(timezone=True), server_default=now),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
 )
+
+# When each purchase's saga must wake next (decisions/2026-11-30-saga-deadlines.md).
+# `due_at` NULL: nothing is due (settled, or a person decides). A claim takes due
+# rows with SKIP LOCKED and holds them until `claimed_until`; `claim_token` fences
+# the release, and `nudges` counts wake-ups asked for since, so a nudge that lands
+# while a saga process works on the purchase is not overwritten by its release.
+saga_deadlines = sa.Table(
+    "saga_deadlines",
+    metadata,
+    sa.Column("purchase_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("due_at", sa.DateTime(timezone=True), index=True),
+    sa.Column("nudges", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("claimed_until", sa.DateTime(timezone=True)),
+    sa.Column("claimed_by", sa.Text),
+    sa.Column("claim_token", UUID(as_uuid=True)),
+    sa.Column("last_error", sa.Text),
+)
+
+# How far the saga processes have read the notification log for purchase events
+# (each one wakes its purchase); a single row, moved only forward.
+saga_positions = sa.Table(
+    "saga_positions",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("position", sa.BigInteger, nullable=False),
+)
+
+# Each provider webhook event id accepted once: a redelivery finds its row.
+payment_webhooks = sa.Table(
+    "payment_webhooks",
+    metadata,
+    sa.Column("event_id", sa.Text, primary_key=True),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("purchase_id", UUID(as_uuid=True)),  # None: names no purchase of ours
+    sa.Column("outcome", sa.Text, nullable=False),
+    sa.Column("received_at", sa.DateTime(timezone=True), server_default=now),
+)
+
+# Every webhook refused (bad signature, unreadable body): who sent what, and why.
+refused_webhooks = sa.Table(
+    "refused_webhooks",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("remote", sa.Text),
+    sa.Column("body_sha256", sa.Text, nullable=False),
+    sa.Column("body_bytes", sa.Integer, nullable=False),
+    sa.Column("received_at", sa.DateTime(timezone=True), server_default=now),
+)

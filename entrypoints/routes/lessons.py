@@ -84,7 +84,7 @@ def lesson_out(lesson: Lesson) -> LessonOut:
         title=lesson.title,
         capacity=lesson.capacity,
         seats_taken=lesson.seats_taken,
-        seats_held=0,  # holds come with paid intensives
+        seats_held=lesson.seats_held,
         starts_at=lesson.starts_at,
         price_cents=lesson.price_cents,
         version=lesson.version,

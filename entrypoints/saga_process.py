@@ -1,0 +1,85 @@
+"""`club saga`: the purchase saga as a long-running process.
+
+Each round: read new purchase events from the notification log (each wakes its
+purchase), claim the purchases whose deadline has come, advance each one as far
+as is due now (`PurchaseSaga.advance`), and write when it must wake next. Several
+processes may run: a claim is exclusive until its lease runs out, and every step
+they could both take is refused by the purchase's version or named by one key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import structlog
+
+from adapters.crash import crash_point
+from adapters.postgres.deadlines import Claim, SagaDeadlines
+from adapters.postgres.saga_feed import SagaFeed
+from application.errors import NotFoundError
+from application.saga_runner import PurchaseSaga
+
+log = structlog.get_logger()
+CLAIM_BATCH = 16
+MAX_ERROR_DELAY_S = 30.0
+
+
+class SagaProcess:
+    def __init__(
+        self,
+        *,
+        saga: PurchaseSaga,
+        deadlines: SagaDeadlines,
+        feed: SagaFeed,
+        poll_seconds: float,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._saga = saga
+        self._deadlines = deadlines
+        self._feed = feed
+        self._poll = poll_seconds
+        self._clock = clock
+        self._failures: dict[object, int] = {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            busy = await asyncio.to_thread(self.round)
+            if busy:
+                continue  # more may be due right away
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._poll)
+
+    def round(self) -> bool:
+        """One pass; True if it found work (the next pass may find more)."""
+        fed = self._feed.pump()
+        claims = self._deadlines.claim(CLAIM_BATCH)
+        for claim in claims:
+            self._advance(claim)
+        return bool(fed or claims)
+
+    def _advance(self, claim: Claim) -> None:
+        pid = claim.purchase_id
+        try:
+            next_due = self._saga.advance(pid, self._clock())
+        except NotFoundError:  # woken for no purchase: nothing will ever be due
+            self._deadlines.release(claim, None, "no such purchase")
+            return
+        except Exception as error:  # one purchase must not stop the rest
+            # Retried later with a growing pause; the purchase's state is intact
+            # (every step saved, or refused, whole).
+            failures = self._failures.get(pid, 0) + 1
+            self._failures[pid] = failures
+            delay = min(MAX_ERROR_DELAY_S, 0.5 * 2**failures) * random.uniform(0.5, 1)  # noqa: S311
+            log.warning("saga.step_failed", purchase_id=str(pid), error=repr(error))
+            self._deadlines.release(
+                claim, self._clock() + timedelta(seconds=delay), repr(error)[:500]
+            )
+            return
+        self._failures.pop(pid, None)
+        crash_point("saga.after_step")
+        if not self._deadlines.release(claim, next_due):
+            log.info("saga.claim_lost", purchase_id=str(pid))
