@@ -51,7 +51,9 @@ def students(container: bootstrap.Container, n: int) -> list[str]:
     ids = [f"b-{uuid4().hex[:12]}" for _ in range(n)]
     for student_id in ids:
         container.students.save(
-            StudentProfile.create(student_id=student_id, email="b@e.org", name="B")
+            StudentProfile.create(
+                student_id=student_id, email=f"{student_id}@bench.example", name="B"
+            )
         )
     return ids
 

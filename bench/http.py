@@ -102,24 +102,32 @@ def steady_latencies(container, api: str, rate: float, count: int) -> dict[str, 
 def steady(api: str, lesson: UUID, who: Sequence[str], rate: float) -> list[float]:
     """Open loop: request i is sent at start + i / rate, whatever came before.
     Returns each request's latency in seconds."""
-    latencies: list[float] = []
+    return [ended - began for began, ended in steady_posts(api, lesson, who, rate)]
+
+
+def steady_posts(
+    api: str, lesson: UUID, who: Sequence[str], rate: float
+) -> list[tuple[float, float]]:
+    """The open loop itself: per student (in `who`'s order), when its request was
+    sent and when its 201 came back (the commit), in unix seconds."""
+    done: list[tuple[float, float]] = [(0.0, 0.0)] * len(who)
     # Keep-alive connections, as a browser or a gateway would hold: a new TCP
     # connection per request measured Nagle's delayed ACK (~40 ms), not Club.
     limits = httpx.Limits(max_connections=SENDERS, max_keepalive_connections=SENDERS)
     with httpx.Client(base_url=api, timeout=30, limits=limits) as http:
-        start = time.perf_counter() + 0.1
+        start = time.time() + 0.1
 
         def send(i: int) -> None:
-            time.sleep(max(0.0, start + i / rate - time.perf_counter()))
-            began = time.perf_counter()
+            time.sleep(max(0.0, start + i / rate - time.time()))
+            began = time.time()
             response = http.post(
                 f"/lessons/{lesson}/enrollments",
                 json={"student_id": who[i]},
                 headers={"Idempotency-Key": str(uuid4())},
             )
             assert response.status_code == 201, response.text
-            latencies.append(time.perf_counter() - began)
+            done[i] = (began, time.time())
 
         with ThreadPoolExecutor(SENDERS) as pool:
             list(pool.map(send, range(len(who))))
-    return latencies
+    return done

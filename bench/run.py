@@ -32,6 +32,7 @@ from application.contracts.mapping import published_envelopes
 from bench.chain import chain_latencies
 from bench.common import RUNS, SCALE, role, series, summary
 from bench.http import http_enrollments, http_floor, raw_saves, steady_latencies
+from bench.jobs import backlog_drain, email_latency_beside_exports
 from bench.memory import resident_growth
 from bench.peer import nats_outbox_rate
 from bench.projection import club_catchup_rate, raw_catchup_rate
@@ -188,6 +189,26 @@ def writers_section(s: Servers, out: dict[str, Any]) -> None:
             horizon.close()
 
 
+def jobs_section(s: Servers, out: dict[str, Any]) -> None:
+    """The e-mail worker against the sandbox: the seed's backlog, and exports beside."""
+    scratch = scratch_dir("club-bench-jobs-")
+    with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
+        out["jobs"] = {
+            "backlog drain (600 queued, 80/s arriving, provider 100/s)": _median_of(
+                lambda: backlog_drain(container, url, s.nats_url, scratch)
+            ),
+        }
+    with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
+        out["jobs"]["enrollment commit -> e-mail accepted, 500 exports queued"] = (
+            _median_of(
+                lambda: email_latency_beside_exports(
+                    container, url, s.nats_url, scratch
+                )
+            )
+            | {"goal": "p95 <= 10 s"}
+        )
+
+
 def memory_section(s: Servers, out: dict[str, Any]) -> None:
     with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
         out["resident memory"] = resident_growth(
@@ -200,6 +221,7 @@ SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
     "backlog": backlog_section,
     "writers": writers_section,
     "memory": memory_section,
+    "jobs": jobs_section,
 }
 
 
@@ -271,6 +293,9 @@ def report(out: dict[str, Any], *, full: bool) -> None:
         console.print(
             f"xid horizon readers-never-skip: {rounds['passed']}/{rounds['of']}"
         )
+    for name, figures in out.get("jobs", {}).items():
+        shown = ", ".join(f"{k} {v:,.1f}" for k, v in figures.items() if k != "goal")
+        console.print(f"{name}: {shown}")
     for name, memory in out.get("resident memory", {}).items():
         console.print(
             f"resident memory, {name}: {memory['after_warm_up_mib']:.0f} MiB after "

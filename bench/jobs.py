@@ -1,0 +1,198 @@
+"""The jobs side, as deployed: the e-mail sandbox, `club worker notifications` and
+`club worker exports` as processes beside the API and the relay.
+
+- The seed's backlog example (§33) scaled down: 600 notifications queue while the
+  provider is down, then 80 enrollments a second keep arriving while the provider
+  accepts at most 100 a second. The model says the debt shrinks by 20 a second:
+  600 / (100 - 80) = 30 s to drain. Measured: from the provider's return until the
+  queue (enrollments not yet e-mailed) is back to what arrives within a second.
+- 500 queued roster exports beside a steady stream of enrollments: the p95 time from
+  an enrollment's commit to its e-mail accepted, which the separate pools keep short.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import sqlalchemy as sa
+
+from adapters.embedded.process import free_port
+from adapters.postgres.tables import notifications
+from bench.common import new_lesson, role, students
+from bench.http import steady_posts
+from entrypoints import bootstrap
+
+BACKLOG = 600
+ARRIVAL_PER_S = 80.0
+PROVIDER_LIMIT_PER_S = 100
+
+
+@contextmanager
+def email_sandbox(data_dir: Path, **env: str) -> Iterator[str]:
+    """`club sandbox email` as a process on a port of its own; yields its URL."""
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "entrypoints.cli", "sandbox", "email"],
+        env={"CLUB_EMAIL_PROVIDER_URL": url, "CLUB_DATA_DIR": str(data_dir), **env},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_for(f"{url}/knobs")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def unsent(container: bootstrap.Container, total_enrollments: int) -> int:
+    """Enrollments whose confirmation the provider has not accepted yet."""
+    with container.engine.connect() as conn:
+        sent = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(notifications)
+            .where(notifications.c.state == "sent")
+        ).scalar_one()
+    return total_enrollments - int(sent)
+
+
+def accepted_times(sandbox: str) -> list[float]:
+    body = httpx.get(f"{sandbox}/messages", params={"limit": 10_000}, timeout=30)
+    return sorted(
+        datetime.fromisoformat(m["accepted_at"]).timestamp()
+        for m in body.json()["messages"]
+    )
+
+
+def busiest_second(times: list[float]) -> int:
+    """The most acceptances in any window of one second (sliding)."""
+    most, start = 0, 0
+    for end, moment in enumerate(times):
+        while moment - times[start] >= 1.0:
+            start += 1
+        most = max(most, end - start + 1)
+    return most
+
+
+def backlog_drain(
+    container: bootstrap.Container, url: str, nats_url: str, scratch: Path
+) -> dict[str, float]:
+    """The seed's example, scaled down to 600 queued and 80/s arriving."""
+    arriving = int(ARRIVAL_PER_S * 45)
+    lesson = new_lesson(container.app, BACKLOG + arriving)
+    who = students(container, BACKLOG + arriving)
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    limit = {"CLUB_EMAIL_RATE_PER_S": str(PROVIDER_LIMIT_PER_S)}
+    with (
+        email_sandbox(scratch / "sandbox-drain") as sandbox,
+        role(url, nats_url, "api", CLUB_HTTP_PORT=str(port)),
+        role(url, nats_url, "relay"),
+    ):
+        _wait_for(f"{api}/readyz")
+        steady_posts(api, lesson, who[:BACKLOG], rate=200)  # queued: no worker runs
+        with role(
+            url, nats_url, "worker", "notifications",
+            CLUB_EMAIL_PROVIDER_URL=sandbox, **limit,
+        ):  # fmt: skip
+            back = time.monotonic()
+            arrivals = _in_background(
+                lambda: steady_posts(api, lesson, who[BACKLOG:], rate=ARRIVAL_PER_S)
+            )
+            drained = None
+            while time.monotonic() - back < 120:
+                arrived = BACKLOG + int((time.monotonic() - back) * ARRIVAL_PER_S)
+                if unsent(container, min(arrived, BACKLOG + arriving)) <= ARRIVAL_PER_S:
+                    drained = time.monotonic() - back
+                    break
+                time.sleep(0.1)
+            arrivals.join()
+        times = accepted_times(sandbox)
+    model = BACKLOG / (PROVIDER_LIMIT_PER_S - ARRIVAL_PER_S)
+    return {
+        "model_s": model,
+        "measured_s": float("nan") if drained is None else drained,
+        "busiest_second": float(busiest_second(times)),
+        "limit_per_s": float(PROVIDER_LIMIT_PER_S),
+    }
+
+
+def email_latency_beside_exports(
+    container: bootstrap.Container, url: str, nats_url: str, scratch: Path
+) -> dict[str, float]:
+    """p95 from an enrollment's commit to its e-mail accepted, 500 exports queued."""
+    exports, enrollments = 500, 200
+    lesson = new_lesson(container.app, enrollments)
+    who = students(container, enrollments)
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    with (
+        email_sandbox(scratch / "sandbox-exports") as sandbox,
+        role(
+            url, nats_url, "api", CLUB_HTTP_PORT=str(port), CLUB_DATA_DIR=str(scratch)
+        ),
+        role(url, nats_url, "relay"),
+    ):
+        _wait_for(f"{api}/readyz")
+        with httpx.Client(base_url=api, timeout=30) as http:
+            for _ in range(exports):
+                asked = http.post(f"/lessons/{lesson}/roster-exports")
+                assert asked.status_code == 202, asked.text
+        with (
+            role(url, nats_url, "worker", "exports", CLUB_DATA_DIR=str(scratch)),
+            role(
+                url, nats_url, "worker", "notifications",
+                CLUB_EMAIL_PROVIDER_URL=sandbox,
+            ),
+        ):  # fmt: skip
+            posted = steady_posts(api, lesson, who, rate=20)
+            committed = {s: ended for s, (_, ended) in zip(who, posted, strict=True)}
+            _wait_until(lambda: unsent(container, enrollments) == 0, 120)
+        by_student = _accepted_by_recipient_order(sandbox, who)
+    latencies = sorted(by_student[s] - committed[s] for s in who)
+    return {
+        "p50_s": latencies[len(latencies) // 2],
+        "p95_s": latencies[int(len(latencies) * 0.95) - 1],
+        "exports_queued": float(exports),
+    }
+
+
+def _accepted_by_recipient_order(sandbox: str, who: list[str]) -> dict[str, float]:
+    """The sandbox sees addresses, not ids: each bench student has its own."""
+    body = httpx.get(f"{sandbox}/messages", params={"limit": 10_000}, timeout=30)
+    accepted = {
+        m["to"]: datetime.fromisoformat(m["accepted_at"]).timestamp()
+        for m in body.json()["messages"]
+    }
+    return {s: accepted[f"{s}@bench.example"] for s in who}
+
+
+def _in_background(work: Callable[[], object]) -> threading.Thread:
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait_for(url: str, timeout: float = 30) -> None:
+    def ready() -> bool:
+        try:
+            return httpx.get(url, timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    _wait_until(ready, timeout)
+
+
+def _wait_until(check: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the bench waited too long")
+        time.sleep(0.1)
