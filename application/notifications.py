@@ -13,7 +13,9 @@ the call and the next commit leaves a row that says "the outcome is not known": 
 next delivery looks the key up at the provider before it sends (never a blind
 resend), and the provider's idempotency key — derived from the event id — makes a
 resend of an accepted message a no-op anyway. The recipient's address is read from
-the profile at send time (docs/decisions: the recipient policy).
+the profile at send time (docs/decisions: the recipient policy); a purchase's
+e-mail reads the purchase's student and lesson at send time too
+(application/purchase_emails.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import attrs
 from application.contracts.envelope import Envelope
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
 from application.contracts.mapping import decode
+from application.contracts.purchase_events import PURCHASE_VERSIONS
 from application.email import (
     DeliveryStatus,
     EmailProvider,
@@ -38,7 +41,15 @@ from application.email import (
     PermanentSendError,
     TransientSendError,
 )
+from application.errors import NotFoundError
+from application.notification_kind import PURCHASE_KINDS, Kind
 from application.ports import StudentDirectory
+from application.purchase_emails import (
+    PurchaseFacts,
+    PurchaseNotice,
+    purchase_notice,
+    purchase_text,
+)
 
 
 class State(enum.StrEnum):
@@ -50,21 +61,17 @@ class State(enum.StrEnum):
     DEAD_LETTERED = "dead-lettered"
 
 
-class Kind(enum.StrEnum):
-    CONFIRMATION = "confirmation"
-    CANCELLATION = "cancellation"
-
-
 @attrs.frozen(kw_only=True)
 class NotificationRequest:
     """What an event asks for: ids only (events carry no addresses or names)."""
 
     event_id: UUID
     kind: Kind
-    enrollment_id: UUID
+    enrollment_id: UUID  # for a purchase's e-mail: the seat it buys (PurchaseFacts)
     lesson_id: UUID
     student_id: str
     replayed: bool = False  # an operator replayed it from the DLQ: try afresh
+    amount_cents: int | None = None  # a purchase's e-mail: the money it is about
 
 
 @attrs.frozen(kw_only=True)
@@ -140,12 +147,17 @@ class RetryPolicy:
         return max(drawn, retry_after or 0.0)
 
 
+_PURCHASE_TYPES = frozenset(cls.TYPE for cls in PURCHASE_VERSIONS)
+
+
 def request_for(
     envelope: Envelope, *, replayed: bool = False
-) -> NotificationRequest | None:
+) -> NotificationRequest | PurchaseNotice | None:
     """The notification an event asks for, or None (it asks for none). Raises what
     `decode` raises for an unreadable event."""
     event = decode(envelope)
+    if envelope.type in _PURCHASE_TYPES:
+        return purchase_notice(event, envelope.event_id, replayed=replayed)
     if isinstance(event, EnrollmentConfirmedV2):
         kind = Kind.CONFIRMATION
     elif isinstance(event, EnrollmentCancelledV1):
@@ -171,7 +183,12 @@ def compose(
     request: NotificationRequest, lesson: LessonFacts, to: str, name: str
 ) -> OutgoingEmail:
     when = lesson.starts_at.strftime("%Y-%m-%d %H:%M %Z")
-    if request.kind is Kind.CONFIRMATION:
+    if request.kind in PURCHASE_KINDS:
+        subject, text = purchase_text(
+            request.kind, lesson.title, when, request.amount_cents
+        )
+        body = f"Hello {name},\n\n{text}"
+    elif request.kind is Kind.CONFIRMATION:
         subject = f"You are enrolled: {lesson.title}"
         body = f"Hello {name},\n\nyour seat in {lesson.title} on {when} is saved."
     else:
@@ -197,15 +214,22 @@ class Notifier:
         provider: EmailProvider,
         students: StudentDirectory,
         lessons: Callable[[UUID], LessonFacts],
+        purchases: Callable[[UUID], PurchaseFacts],
         policy: RetryPolicy | None = None,
     ) -> None:
         self._store = store
         self._provider = provider
         self._students = students
         self._lessons = lessons
+        self._purchases = purchases
         self._policy = policy or RetryPolicy()
 
-    def handle(self, request: NotificationRequest) -> Outcome:
+    def handle(self, request: NotificationRequest | PurchaseNotice) -> Outcome:
+        if isinstance(request, PurchaseNotice):
+            try:
+                request = self._resolve(request)
+            except NotFoundError as error:  # a forged event: nobody to write to
+                return GiveUp(f"no such purchase: {error}")
         found = self._store.open(request)
         if found.state is State.SENT:
             return Done()  # a redelivery after the commit, before the ack
@@ -217,6 +241,22 @@ class Notifier:
             if settled is not None:
                 return settled
         return self._send(request, attempts + 1)
+
+    def _resolve(self, notice: PurchaseNotice) -> NotificationRequest:
+        """The purchase's student and lesson, read now (the event has neither)."""
+        facts = self._purchases(notice.purchase_id)
+        amount = notice.amount_cents
+        if notice.kind is Kind.REFUNDED:
+            amount = facts.refund_cents  # Refunded names the refund, not the sum
+        return NotificationRequest(
+            event_id=notice.event_id,
+            kind=notice.kind,
+            enrollment_id=facts.seat_id,
+            lesson_id=facts.lesson_id,
+            student_id=facts.student_id,
+            replayed=notice.replayed,
+            amount_cents=amount,
+        )
 
     def _reconcile(self, event_id: UUID) -> Outcome | None:
         """An earlier attempt may have been accepted: ask before sending again.
@@ -263,3 +303,16 @@ class Notifier:
             return Retry(self._policy.unknown_delay, str(error))
         self._store.mark(event_id, State.SENT, provider_id=result.provider_id)
         return Done()
+
+
+# `Kind` lives in its own module (purchase_emails needs it too); stores read it here.
+__all__ = [
+    "Kind",
+    "Notification",
+    "NotificationRequest",
+    "NotificationStore",
+    "Notifier",
+    "State",
+    "compose",
+    "request_for",
+]

@@ -24,6 +24,7 @@ from application.notifications import (
     RetryPolicy,
     request_for,
 )
+from application.purchase_emails import purchase_facts_from
 from entrypoints.container import Container
 from entrypoints.exports_wiring import (
     EXPORT_SUBJECTS,
@@ -51,7 +52,7 @@ class WorkClass:
     worker: Callable[[WorkDeps, JetStreamContext, Job, Owner], Worker]
 
 
-# The urgent work class: one e-mail per enrollment event.
+# The urgent work class: one e-mail per enrollment or purchase event that asks for one.
 NOTIFICATIONS = "notifications"
 
 
@@ -69,13 +70,14 @@ def notification_job(
         provider=provider,
         students=container.students,
         lessons=lesson_facts,
+        purchases=purchase_facts_from(container.app),
         policy=policy,
     )
 
     async def job(envelope: Envelope, replayed: bool) -> Outcome | None:
         request = request_for(envelope, replayed=replayed)
         if request is None:
-            return None  # an enrollment event that asks for no e-mail
+            return None  # an event that asks for no e-mail: acked at once
         return await asyncio.to_thread(notifier.handle, request)
 
     return job
@@ -97,7 +99,9 @@ def _notification_worker(
 WORK_CLASSES: dict[str, WorkClass] = {
     NOTIFICATIONS: WorkClass(
         name=NOTIFICATIONS,
-        subjects="club.events.enrollment.>",
+        # One filter over enrollments and purchases (a durable takes one here);
+        # lessons and exports are acked unread by the job (docs/events.md §1).
+        subjects="club.events.>",
         job=lambda deps: notification_job(
             deps.container,
             deps.email,

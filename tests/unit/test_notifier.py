@@ -22,6 +22,7 @@ from application.email import (
     SendResult,
     TransientSendError,
 )
+from application.errors import NotFoundError
 from application.notifications import (
     Done,
     GiveUp,
@@ -33,8 +34,14 @@ from application.notifications import (
     RetryPolicy,
     State,
     provider_key,
+    request_for,
 )
+from application.purchase_emails import PurchaseFacts, PurchaseNotice
 from domain.student import StudentProfile
+from tests.contracts.test_published_events import EXAMPLES, load
+
+# The purchases the notifier can look up, by id (what the event store would say).
+PURCHASES: dict[UUID, PurchaseFacts] = {}
 
 
 class ScriptedProvider:
@@ -87,9 +94,14 @@ def store() -> InMemoryNotificationStore:
 
 
 @pytest.fixture
-def notifier(provider, store) -> Notifier:
+def students() -> InMemoryStudentDirectory:
     students = InMemoryStudentDirectory()
     students.save(StudentProfile.create(student_id="ann", email="a@b.org", name="Ann"))
+    return students
+
+
+@pytest.fixture
+def notifier(provider, store, students) -> Notifier:
     return Notifier(
         store=store,
         provider=provider,
@@ -97,8 +109,15 @@ def notifier(provider, store) -> Notifier:
         lessons=lambda _: LessonFacts(
             title="Yoga", starts_at=datetime(2026, 12, 1, 10, tzinfo=UTC)
         ),
+        purchases=find_purchase,
         policy=RetryPolicy(max_attempts=3, first_delay=1.0, max_delay=8.0),
     )
+
+
+def find_purchase(purchase_id: UUID) -> PurchaseFacts:
+    if purchase_id not in PURCHASES:
+        raise NotFoundError("purchase", purchase_id)
+    return PURCHASES[purchase_id]
 
 
 def request(student_id: str = "ann", **changes) -> NotificationRequest:
@@ -231,3 +250,121 @@ def test_a_replayed_dead_letter_is_tried_afresh_once(notifier, provider, store) 
     assert notifier.handle(replay) == Done()  # replaying twice sends nothing more
     assert len(provider.accepted) == 1
     assert provider_key(asked.event_id) in provider.accepted
+
+
+# -- the purchase saga's e-mails ---------------------------------------------
+
+
+def purchase(student_id: str = "ann", refund_cents: int = 0) -> UUID:
+    purchase_id = uuid4()
+    PURCHASES[purchase_id] = PurchaseFacts(
+        student_id=student_id,
+        lesson_id=uuid4(),
+        seat_id=uuid4(),
+        refund_cents=refund_cents,
+    )
+    return purchase_id
+
+
+def notice(
+    kind: Kind, purchase_id: UUID, amount_cents: int | None = None
+) -> PurchaseNotice:
+    return PurchaseNotice(
+        event_id=uuid4(), kind=kind, purchase_id=purchase_id, amount_cents=amount_cents
+    )
+
+
+@pytest.mark.parametrize(
+    ("example", "kind", "amount"),
+    [
+        ("PaymentCaptured", Kind.PAYMENT_RECEIVED, 2500),
+        ("PurchaseConfirmed", Kind.ACCESS_GRANTED, None),
+        ("HoldExpired", Kind.HOLD_EXPIRED, None),
+        ("Refunded", Kind.REFUNDED, None),
+    ],
+)
+def test_a_purchase_event_asks_for_its_email(
+    example: str, kind: Kind, amount: int | None
+) -> None:
+    envelope = load(EXAMPLES / example / "v1.json")
+    asked = request_for(envelope, replayed=True)
+    assert asked == PurchaseNotice(
+        event_id=envelope.event_id,
+        kind=kind,
+        purchase_id=envelope.aggregate_id,
+        amount_cents=amount,
+        replayed=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "example",
+    ["PurchaseReserved", "RefundRequested", "ManualReviewRequired",
+     "AlternativeOffered", "LessonScheduled", "ExportRequested"],
+)  # fmt: skip
+def test_other_events_ask_for_no_email(example: str) -> None:
+    """The worker reads all of club.events.>: these are acked without a send."""
+    assert request_for(load(EXAMPLES / example / "v1.json")) is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "subject", "says"),
+    [
+        (Kind.PAYMENT_RECEIVED, "Payment received: Yoga", "payment of 25.00"),
+        (Kind.ACCESS_GRANTED, "Your seat is confirmed: Yoga", "is yours"),
+        (Kind.HOLD_EXPIRED, "Your hold expired: Yoga", "will be refunded"),
+        (Kind.REFUNDED, "Refunded: Yoga", "payment of 19.05 for Yoga"),
+    ],
+)
+def test_each_purchase_email_is_sent_once_to_the_purchases_student(
+    notifier: Notifier,
+    provider: ScriptedProvider,
+    store: InMemoryNotificationStore,
+    kind: Kind,
+    subject: str,
+    says: str,
+) -> None:
+    purchase_id = purchase(refund_cents=1905)
+    asked = notice(kind, purchase_id, amount_cents=2500)
+    assert notifier.handle(asked) == Done()
+    assert notifier.handle(asked) == Done()  # redelivered: recognised by event id
+    assert provider.sends == 1
+    message = provider.accepted[provider_key(asked.event_id)]
+    assert message.to == "a@b.org"
+    assert message.subject == subject
+    assert message.body.startswith("Hello Ann,")
+    assert says in message.body
+    assert "2026-12-01 10:00 UTC" in message.body
+    row = store.rows[asked.event_id]
+    assert (row.kind, row.state) == (kind, State.SENT)
+    assert row.enrollment_id == PURCHASES[purchase_id].seat_id  # filed by its seat
+
+
+def test_a_purchase_email_reads_the_recipient_at_send_time(
+    notifier: Notifier,
+    provider: ScriptedProvider,
+    students: InMemoryStudentDirectory,
+) -> None:
+    purchase_id = purchase(student_id="bob")
+    early = notice(Kind.PAYMENT_RECEIVED, purchase_id, amount_cents=100)
+    assert isinstance(notifier.handle(early), GiveUp)  # no profile yet
+    students.save(
+        StudentProfile.create(student_id="bob", email="bob@b.org", name="Bob")
+    )
+    assert notifier.handle(notice(Kind.ACCESS_GRANTED, purchase_id)) == Done()
+    [message] = provider.accepted.values()
+    assert message.to == "bob@b.org"
+
+
+def test_an_email_for_a_purchase_never_recorded_is_dead_lettered(
+    notifier: Notifier,
+    provider: ScriptedProvider,
+    store: InMemoryNotificationStore,
+) -> None:
+    """A forged event (or one from another database) has nobody to write to."""
+    forged = notice(Kind.REFUNDED, uuid4())
+    outcome = notifier.handle(forged)
+    assert isinstance(outcome, GiveUp)
+    assert f"purchase {forged.purchase_id} does not exist" in outcome.reason
+    assert provider.sends == 0
+    assert store.rows == {}
