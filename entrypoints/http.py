@@ -17,12 +17,14 @@ from entrypoints.body_limit import BodyLimit
 from entrypoints.bootstrap import Container
 from entrypoints.deadline import DEFAULT_DEADLINE_S, Deadline
 from entrypoints.exports_wiring import exports_dir
+from entrypoints.operator import OpsConfig
 from entrypoints.problems import install_error_handlers
 from entrypoints.routes import (
     enrollments,
     health,
     lessons,
     operations,
+    ops,
     purchases,
     statistics,
     students,
@@ -31,7 +33,7 @@ from entrypoints.routes import (
 
 ROUTERS = (
     students, lessons, enrollments, purchases, webhooks, operations, statistics,
-    health,
+    health, ops,
 )  # fmt: skip
 
 
@@ -43,9 +45,12 @@ def create_app(
     data_dir: Path | None = None,
     hold_seconds: int = purchases.DEFAULT_HOLD_SECONDS,
     webhook_secret: str = "",
+    ops: OpsConfig | None = None,
 ) -> FastAPI:
     """`data_dir`: where export results are served from (CLUB_DATA_DIR);
-    `webhook_secret`: what payment webhooks are signed with ("" refuses them all)."""
+    `webhook_secret`: what payment webhooks are signed with ("" refuses them all);
+    `ops`: the operator token and promise for /ops/* (None: from CLUB_* on first use).
+    """
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
@@ -56,6 +61,7 @@ def create_app(
 
     api = FastAPI(title="Club", version="0.1.0", lifespan=lifespan)
     api.state.container = container
+    api.state.ops = ops
     api.state.hold_seconds = hold_seconds
     api.state.webhook_secret = webhook_secret
     if data_dir is not None:

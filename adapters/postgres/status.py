@@ -1,0 +1,233 @@
+"""What PostgreSQL knows of the chain: the outbox, notification states, rates, sizes.
+
+Each number comes with the age of the oldest item it counts (seed §33: length
+without age deceives). Every read is one short query, safe at each /metrics scrape.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import attrs
+import sqlalchemy as sa
+from eventsourcing.persistence import ApplicationRecorder, Mapper
+from eventsourcing.postgres import PostgresApplicationRecorder
+
+from adapters.postgres.tables import (
+    consumer_positions,
+    inbox,
+    notifications,
+    relay_leases,
+    request_answers,
+)
+
+RATE_WINDOW_S = 60.0  # rates are what happened over the last minute
+ENROLLMENT_TOPICS = "domain.enrollment:%"  # the events that ask for an e-mail
+WAITING_STATES = ("pending", "sending", "unknown")  # not yet known to be sent
+
+
+@attrs.frozen(kw_only=True)
+class OutboxHop:
+    position: int  # the relay's: every notification id up to it is published
+    unpublished: int
+    oldest_age_seconds: float | None  # None: nothing waits
+
+
+@attrs.frozen(kw_only=True)
+class StateCount:
+    state: str
+    count: int
+    oldest_age_seconds: float  # since the notification was opened
+
+
+@attrs.frozen(kw_only=True)
+class Rates:
+    window_seconds: float
+    enrollment_events: int  # arrivals: events that ask for an e-mail
+    notifications_done: int  # service: sent, or failed for good
+
+    @property
+    def arrival_per_s(self) -> float:
+        return self.enrollment_events / self.window_seconds
+
+    @property
+    def service_per_s(self) -> float:
+        return self.notifications_done / self.window_seconds
+
+
+@attrs.frozen(kw_only=True)
+class DeadlinesHop:
+    scheduled: int
+    overdue: int
+    oldest_overdue_seconds: float | None
+
+
+class PostgresStatus:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        recorder: ApplicationRecorder,
+        mapper: Mapper[UUID],
+        *,
+        relay_name: str = "default",
+    ) -> None:
+        if not isinstance(recorder, PostgresApplicationRecorder):
+            msg = "the chain's status reads the PostgreSQL event store"
+            raise TypeError(msg)
+        self._engine = engine
+        self._recorder = recorder
+        self._mapper = mapper
+        self._relay_name = relay_name
+        schema = recorder.datastore.schema or "public"
+        self._events = sa.table(
+            recorder.events_table_name,
+            sa.column("notification_id", sa.BigInteger),
+            sa.column("topic", sa.Text),
+            schema=schema,
+        )
+
+    def outbox(self) -> OutboxHop:
+        """Stored but not yet published: every notification after the relay's
+        position, and the stored time of the first of them."""
+        with self._engine.connect() as conn:
+            position = int(
+                conn.execute(
+                    sa.select(relay_leases.c.position).where(
+                        relay_leases.c.name == self._relay_name
+                    )
+                ).scalar()
+                or 0
+            )
+            waiting = int(
+                conn.execute(
+                    sa.select(sa.func.count()).where(
+                        self._events.c.notification_id > position
+                    )
+                ).scalar_one()
+            )
+        age = self._age_of_first_after(position) if waiting else None
+        return OutboxHop(position=position, unpublished=waiting, oldest_age_seconds=age)
+
+    def notification_states(self) -> list[StateCount]:
+        age = sa.func.extract(
+            "epoch", sa.func.now() - sa.func.min(notifications.c.created_at)
+        )
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(notifications.c.state, sa.func.count(), age)
+                .group_by(notifications.c.state)
+                .order_by(notifications.c.state)
+            ).all()
+        return [
+            StateCount(
+                state=s, count=int(n), oldest_age_seconds=max(float(a or 0), 0.0)
+            )
+            for s, n, a in rows
+        ]
+
+    def rates(self, window_seconds: float = RATE_WINDOW_S) -> Rates:
+        """Measured, not configured: e-mails finished and enrollment events stored
+        in the last `window_seconds`."""
+        since = sa.func.now() - timedelta(seconds=window_seconds)
+        done = sa.select(sa.func.count()).where(
+            ((notifications.c.state == "sent") & (notifications.c.sent_at >= since))
+            | (
+                (notifications.c.state == "failed")
+                & (notifications.c.updated_at >= since)
+            )
+        )
+        first = self._first_id_since(
+            datetime.now(UTC) - timedelta(seconds=window_seconds)
+        )
+        with self._engine.connect() as conn:
+            finished = int(conn.execute(done).scalar_one())
+            arrived = 0
+            if first is not None:
+                arrived = int(
+                    conn.execute(
+                        sa.select(sa.func.count()).where(
+                            (self._events.c.notification_id >= first)
+                            & self._events.c.topic.like(ENROLLMENT_TOPICS)
+                        )
+                    ).scalar_one()
+                )
+        return Rates(
+            window_seconds=window_seconds,
+            enrollment_events=arrived,
+            notifications_done=finished,
+        )
+
+    def store_sizes(self) -> dict[str, int]:
+        """Rows kept for deduplication and answers: what retention must bound."""
+        sizes = {}
+        with self._engine.connect() as conn:
+            for table in (inbox, request_answers, notifications):
+                count = sa.select(sa.func.count()).select_from(table)
+                sizes[table.name] = int(conn.execute(count).scalar_one())
+        return sizes
+
+    def projection_positions(self) -> dict[str, int]:
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(
+                    consumer_positions.c.consumer, consumer_positions.c.stream_seq
+                )
+            ).all()
+        return {name: int(seq) for name, seq in rows}
+
+    def saga_deadlines(self) -> DeadlinesHop | None:
+        """The saga's wake-up table, where it exists (None: this schema has none)."""
+        with self._engine.connect() as conn:
+            if (
+                conn.execute(sa.text("SELECT to_regclass('saga_deadlines')")).scalar()
+                is None
+            ):
+                return None
+            row = conn.execute(
+                sa.text(
+                    "SELECT count(due_at), count(*) FILTER (WHERE due_at < now()),"
+                    " extract(epoch FROM now() - min(due_at) FILTER"
+                    " (WHERE due_at < now())) FROM saga_deadlines"
+                )
+            ).one()
+        oldest = None if row[2] is None else float(row[2])
+        return DeadlinesHop(
+            scheduled=int(row[0]), overdue=int(row[1]), oldest_overdue_seconds=oldest
+        )
+
+    def _age_of_first_after(self, position: int) -> float | None:
+        found = self._recorder.select_notifications(start=position + 1, limit=1)
+        if not found:
+            return None
+        return _age(self._timestamp(found[0]))
+
+    def _first_id_since(self, cutoff: datetime) -> int | None:
+        """The first notification id stored at or after `cutoff`: a binary search
+        over ids (the log has no time column; each event carries its timestamp)."""
+        newest = self._recorder.max_notification_id()
+        if not newest:
+            return None
+        low, high, found = 1, newest, None
+        while low <= high:
+            middle = (low + high) // 2
+            [first, *_] = self._recorder.select_notifications(
+                start=middle, limit=1
+            ) or [None]
+            if first is None:
+                high = middle - 1
+            elif self._timestamp(first) >= cutoff:
+                found, high = first.id, middle - 1
+            else:
+                low = first.id + 1
+        return found
+
+    def _timestamp(self, stored: Any) -> datetime:
+        # Every Club event is an eventsourcing domain event, which has a timestamp.
+        when: datetime = self._mapper.to_domain_event(stored).timestamp  # type: ignore[attr-defined]
+        return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _age(when: datetime) -> float:
+    return max((datetime.now(UTC) - when).total_seconds(), 0.0)

@@ -1,0 +1,202 @@
+"""One view of the chain, hop by hop, and the delivery time against the promise.
+
+Read from PostgreSQL (outbox, notification states, measured rates, sizes) and from
+JetStream (each durable's lag, the DLQ, stream sizes); `club status`, `/ops/status`
+and `/metrics` all read through here, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+from nats.js import JetStreamContext
+
+from adapters.nats.dlq_metrics import DlqHop, dlq_hops
+from adapters.nats.status import ConsumerHop, StreamSize, consumer_hops, stream_sizes
+from adapters.postgres.status import (
+    DeadlinesHop,
+    OutboxHop,
+    PostgresStatus,
+    Rates,
+    StateCount,
+)
+from application.capacity import plan, verdict
+from entrypoints.bootstrap import PROJECTIONS, Container
+from entrypoints.work_classes import NOTIFICATIONS, WORK_CLASSES
+
+
+@attrs.frozen(kw_only=True)
+class Delivery:
+    """The capacity model fed with measured rates, for the notification queue."""
+
+    queue: str
+    backlog: int
+    oldest_age_seconds: float
+    arrival_per_s: float
+    service_per_s: float
+    service_measured: bool  # False: nothing finished in the window; configured rate
+    drains: bool
+    drain_seconds: float
+    eta_seconds: float
+    promise_seconds: float
+
+    @property
+    def verdict(self) -> str:
+        return verdict(
+            eta_seconds=self.eta_seconds,
+            promise_seconds=self.promise_seconds,
+            drains=self.drains,
+        )
+
+    @property
+    def stalled(self) -> bool:
+        """Work waits and nothing finished in the window: is a worker running?"""
+        return self.backlog > 0 and not self.service_measured
+
+
+@attrs.frozen(kw_only=True)
+class ChainStatus:
+    at: datetime
+    outbox: OutboxHop
+    consumers: list[ConsumerHop]
+    positions: dict[str, int]
+    notification_states: list[StateCount]
+    saga_deadlines: DeadlinesHop | None
+    dlq: list[DlqHop]
+    rates: Rates
+    delivery: Delivery
+    stores: dict[str, int]
+    streams: list[StreamSize]
+
+    def consumer(self, name: str) -> ConsumerHop | None:
+        return next((c for c in self.consumers if c.consumer == name), None)
+
+
+async def read_chain(
+    container: Container,
+    js: JetStreamContext,
+    *,
+    promise_seconds: float,
+    configured_service_per_s: float,
+) -> ChainStatus:
+    database = PostgresStatus(
+        container.engine, container.app.recorder, container.app.mapper
+    )
+    durables = [*PROJECTIONS, *WORK_CLASSES]
+    consumers = await consumer_hops(js, durables)
+    dlq = await dlq_hops(js)
+    streams = await stream_sizes(js)
+    (outbox, states, rates, stores, positions, deadlines) = await asyncio.to_thread(
+        lambda: (
+            database.outbox(),
+            database.notification_states(),
+            database.rates(),
+            database.store_sizes(),
+            database.projection_positions(),
+            database.saga_deadlines(),
+        )
+    )
+    queue = next(c for c in consumers if c.consumer == NOTIFICATIONS)
+    return ChainStatus(
+        at=datetime.now(UTC),
+        outbox=outbox,
+        consumers=consumers,
+        positions={name: positions.get(name, 0) for name in PROJECTIONS},
+        notification_states=states,
+        saga_deadlines=deadlines,
+        dlq=dlq,
+        rates=rates,
+        delivery=_delivery(queue, rates, promise_seconds, configured_service_per_s),
+        stores=stores,
+        streams=streams,
+    )
+
+
+def _delivery(
+    queue: ConsumerHop, rates: Rates, promise_seconds: float, configured: float
+) -> Delivery:
+    measured = rates.service_per_s > 0
+    model = plan(
+        backlog=queue.lag_events,
+        arrival_rate=rates.arrival_per_s,
+        service_rate=rates.service_per_s if measured else configured,
+    )
+    oldest = queue.oldest_age_seconds or 0.0
+    # The student enrolling now waits for the backlog ahead; the oldest one has
+    # already waited its age. Either past the promise means a promise broken.
+    eta = max(model.last_queued_wait_seconds, oldest)
+    return Delivery(
+        queue=NOTIFICATIONS,
+        backlog=queue.lag_events,
+        oldest_age_seconds=oldest,
+        arrival_per_s=model.arrival_rate,
+        service_per_s=model.service_rate,
+        service_measured=measured,
+        drains=model.drains,
+        drain_seconds=model.drain_seconds,
+        eta_seconds=eta,
+        promise_seconds=promise_seconds,
+    )
+
+
+def as_json(status: ChainStatus) -> dict[str, Any]:
+    """Plain JSON: infinities become null (JSON has none), ages are seconds."""
+    delivery = status.delivery
+    return {
+        "at": status.at.isoformat(),
+        "outbox": _plain(attrs.asdict(status.outbox)),
+        "consumers": [
+            _plain(
+                attrs.asdict(c)
+                | {
+                    "kind": "projection" if c.consumer in PROJECTIONS else "work class",
+                    "lag_events": c.lag_events,
+                    "lag_seconds": c.oldest_age_seconds,
+                    "position": status.positions.get(c.consumer),
+                }
+            )
+            for c in status.consumers
+        ],
+        "work_classes": {name: _work_class(status, name) for name in WORK_CLASSES},
+        "saga_deadlines": None
+        if status.saga_deadlines is None
+        else _plain(attrs.asdict(status.saga_deadlines)),
+        "dlq": [_plain(attrs.asdict(hop)) for hop in status.dlq],
+        "delivery": _plain(
+            attrs.asdict(delivery)
+            | {
+                "verdict": delivery.verdict,
+                "stalled": delivery.stalled,
+                "rate_window_seconds": status.rates.window_seconds,
+            }
+        ),
+        "stores": {
+            "rows": status.stores,
+            "streams": {
+                s.stream: {"messages": s.messages, "bytes": s.bytes}
+                for s in status.streams
+            },
+        },
+    }
+
+
+def _work_class(status: ChainStatus, name: str) -> dict[str, Any]:
+    hop = status.consumer(name)
+    shown: dict[str, Any] = {
+        "queued": hop.lag_events if hop else 0,
+        "oldest_age_seconds": hop.oldest_age_seconds if hop else None,
+    }
+    if name == NOTIFICATIONS:
+        shown["states"] = [_plain(attrs.asdict(s)) for s in status.notification_states]
+    return shown
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v
+        for k, v in values.items()
+    }

@@ -1,0 +1,142 @@
+"""Operator access: every `/ops` route of the app answers 401 without a bearer token
+and 403 with one that is not the operator's — enumerated from the app itself, so a
+new `/ops` route mounted without the policy fails here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from starlette.routing import BaseRoute
+
+from entrypoints.http import create_app
+from entrypoints.operator import OpsConfig, require_operator
+
+TOKEN = "operator-secret-token"  # noqa: S105 - a test value
+OPS = OpsConfig(operator_token=TOKEN, promise_seconds=10, email_rate_per_s=100)
+PROBLEM = "application/problem+json"
+
+
+def inner_app(app: object) -> FastAPI:
+    """create_app wraps the FastAPI app in its ASGI edges (deadline, body limit)."""
+    while not isinstance(app, FastAPI):
+        app = app.app  # type: ignore[attr-defined]
+    return app
+
+
+@pytest.fixture(scope="module")
+def app() -> object:
+    # The routes never run past the policy: no database is needed.
+    return create_app(SimpleNamespace(app=None), ops=OPS)  # type: ignore[arg-type]
+
+
+def every_route(
+    routes: list[BaseRoute], prefix: str = "", policies: tuple[object, ...] = ()
+) -> Iterator[tuple[str, BaseRoute, tuple[object, ...]]]:
+    """(full path, route, dependencies added where it was included), through
+    included routers too (FastAPI 0.165 keeps them as included-router entries)."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            context = route.include_context  # type: ignore[attr-defined]
+            added = tuple(d.dependency for d in context.dependencies)
+            yield from every_route(
+                included.routes, prefix + context.prefix, policies + added
+            )
+        else:
+            yield prefix + getattr(route, "path", ""), route, policies
+
+
+def under_ops(path: str) -> bool:
+    return path == "/ops" or path.startswith("/ops/")
+
+
+def ops_routes(app: object) -> list[tuple[str, str]]:
+    found = []
+    for path, route, _ in every_route(inner_app(app).routes):
+        if under_ops(path):
+            for method in sorted(getattr(route, "methods", None) or {"GET"}):
+                if method != "HEAD":
+                    found.append((method, re.sub(r"\{[^}]+\}", "x", path)))
+    return found
+
+
+def test_the_app_has_ops_routes(app) -> None:
+    """So that the checks below cannot pass on an empty list."""
+    assert ("GET", "/ops/status") in ops_routes(app)
+
+
+def test_every_ops_route_carries_the_operator_dependency(app) -> None:
+    def calls(route: BaseRoute) -> set[object]:
+        if not isinstance(route, APIRoute):
+            return set()  # a Mount or plain route under /ops has no policy: fails
+        stack, seen = [route.dependant], set()
+        while stack:
+            dependant = stack.pop()
+            seen.add(dependant.call)
+            stack.extend(dependant.dependencies)
+        return seen
+
+    for path, route, added in every_route(inner_app(app).routes):
+        if under_ops(path):
+            policies = calls(route) | set(added)
+            assert require_operator in policies, f"{path} has no operator policy"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Basic b3BlcmF0b3I6c2VjcmV0"},
+        {"Authorization": "Bearer "},
+        {"Authorization": TOKEN},  # the token, but not as a bearer token
+    ],
+    ids=["none", "basic", "empty-bearer", "bare-token"],
+)
+def test_without_a_bearer_token_every_ops_route_is_401(app, headers) -> None:
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for method, path in ops_routes(app):
+            response = client.request(method, path, headers=headers)
+            assert response.status_code == 401, (method, path, response.text)
+            assert response.headers["content-type"] == PROBLEM
+            assert response.headers["www-authenticate"].startswith("Bearer")
+            assert "CLUB_OPERATOR_TOKEN" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["a-students-token", TOKEN + "x", TOKEN[:-1], TOKEN.upper()],
+    ids=["student", "longer", "shorter", "case"],
+)
+def test_with_any_other_bearer_token_every_ops_route_is_403(app, token) -> None:
+    """Students carry no credential of Club's: any token not the operator's is
+    refused as theirs would be."""
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for method, path in ops_routes(app):
+            response = client.request(
+                method, path, headers={"Authorization": f"Bearer {token}"}
+            )
+            assert response.status_code == 403, (method, path, response.text)
+            assert response.headers["content-type"] == PROBLEM
+            assert TOKEN not in response.text
+
+
+def test_the_operator_token_passes_the_policy(app) -> None:
+    """Past the policy, /ops/status needs NATS (none here): 503, not 401/403.
+    tests/integration/test_status.py reads the real chain through it."""
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get(
+            "/ops/status", headers={"Authorization": f"bearer {TOKEN}"}
+        )
+    assert response.status_code == 503
+    assert response.json()["type"] == "/problems/nats-unavailable"
+
+
+def test_student_routes_need_no_operator_token(app) -> None:
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get("/healthz").status_code == 200
