@@ -21,6 +21,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "projector": ("projector", "statistics"),
     "rosters": ("projector", "rosters"),
     "worker": ("worker", "notifications"),
+    "saga": ("saga",),
+    "payment": ("sandbox", "payment"),
 }
 CORE = ("api", "relay", "projector", "rosters")  # what start_all starts
 # Faults must resolve in seconds, not in production's tens of seconds.
@@ -28,6 +30,20 @@ FAST_FAULTS = {
     "CLUB_ACK_WAIT_SECONDS": "2",
     "CLUB_RELAY_LEASE_SECONDS": "2",
 }
+# The saga's waits in seconds, not minutes: faults resolve within a test.
+FAST_SAGA = {
+    "CLUB_SAGA_LEASE_SECONDS": "3",
+    "CLUB_SAGA_POLL_SECONDS": "0.1",
+    "CLUB_SAGA_WEBHOOK_GRACE_SECONDS": "2",
+    "CLUB_SAGA_FIRST_CHECK_SECONDS": "0.3",
+    "CLUB_SAGA_MAX_CHECK_DELAY_SECONDS": "1",
+    "CLUB_SAGA_MAX_CHECKS": "30",
+    "CLUB_SAGA_FIRST_RETRY_SECONDS": "0.3",
+    "CLUB_SAGA_MAX_RETRY_DELAY_SECONDS": "1",
+    "CLUB_SAGA_MAX_REFUND_ATTEMPTS": "100",
+    "CLUB_SAGA_OFFER_WINDOW_SECONDS": "0",
+}
+WEBHOOK_SECRET = "whsec_stack_0123456789"  # noqa: S105 - a test secret
 
 
 def club_env(database_url: str, nats_url: str, **extra: str) -> dict[str, str]:
@@ -38,6 +54,8 @@ def club_env(database_url: str, nats_url: str, **extra: str) -> dict[str, str]:
         "CLUB_DATABASE_URL": database_url,
         "CLUB_NATS_URL": nats_url,
         "CLUB_EMAIL_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
+        "CLUB_PAYMENT_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
+        "CLUB_PAYMENT_WEBHOOK_SECRET": WEBHOOK_SECRET,
     }
     return env | ours | extra
 
@@ -48,8 +66,10 @@ class Stack:
     ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        # The sandboxes keep their state here, never in the checkout's .club/.
+        data = {"CLUB_DATA_DIR": str(log_dir / "data")}
         self.env = club_env(
-            database_url, nats_url, CLUB_HTTP_PORT=str(self.port), **env
+            database_url, nats_url, CLUB_HTTP_PORT=str(self.port), **(data | env)
         )
         self.log_dir = log_dir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -69,6 +89,12 @@ class Stack:
         )
         if (role or name) == "api":
             wait_ready(self.base)
+        if (role or name) == "payment":
+            wait_ready(self.payment_url)
+
+    @property
+    def payment_url(self) -> str:
+        return self.env["CLUB_PAYMENT_PROVIDER_URL"]
 
     def start_all(self) -> None:
         for name in CORE:

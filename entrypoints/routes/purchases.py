@@ -20,6 +20,8 @@ from application.idempotency import (
 from application.idempotency import Request as KeyedRequest
 from application.purchase_view import PurchaseView
 from application.purchases import Purchases
+from domain.errors import NoAlternativeOfferedError
+from domain.purchase import Status
 from domain.student import check_student_id
 from entrypoints.api_docs import links, merged, problems
 from entrypoints.idempotent import run_once
@@ -125,6 +127,14 @@ def post_alternative(
 ) -> PurchaseOut:
     """The student's consent: the late payment buys a new seat in `lesson_id`
     (never an added one: a full lesson answers 409 and the offer stands)."""
+    current = purchases.get(purchase_id)
+    if current.status is not Status.ALTERNATIVE_OFFERED and (
+        current.alternative_purchase_id is None
+    ):
+        # Named before the use case's price check, which would otherwise compare
+        # the lesson's price with a payment that never came.
+        msg = f"purchase {purchase_id} is {current.status}: no alternative is on offer"
+        raise NoAlternativeOfferedError(msg)
     view = purchases.accept_alternative(
         purchase_id, lesson_id=body.lesson_id, now=datetime.now(UTC)
     )

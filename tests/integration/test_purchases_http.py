@@ -1,0 +1,326 @@
+"""The purchase routes and the payment webhook on a real database (no broker needed).
+
+Each webhook here is signed (or forged) as the provider would; what the route
+records, refuses and wakes is read back from PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from uuid import UUID, uuid4
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from adapters.postgres.tables import payment_webhooks, refused_webhooks, saga_deadlines
+from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, sign
+from application.purchases import Purchases
+from entrypoints.http import create_app
+
+SECRET = "whsec_routes_0123456789"  # noqa: S105 - a test secret
+HOLD_S = 60
+
+
+@pytest.fixture(scope="module")
+def api(container) -> Iterator[TestClient]:
+    app = create_app(container, None, hold_seconds=HOLD_S, webhook_secret=SECRET)
+    with TestClient(app) as client:
+        yield client
+
+
+def lesson(api: TestClient, *, capacity: int = 5, price_cents: int = 2500) -> str:
+    answer = api.post(
+        "/lessons",
+        json={
+            "title": "Intensive",
+            "capacity": capacity,
+            "starts_at": "2027-01-10T10:00:00Z",
+            "price_cents": price_cents,
+        },
+    )
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["lesson_id"])
+
+
+def student(api: TestClient) -> str:
+    student_id = f"s-{uuid4().hex[:12]}"
+    answer = api.put(
+        f"/students/{student_id}",
+        json={"email": f"{student_id}@example.org", "name": "Ann"},
+    )
+    assert answer.status_code in (200, 201), answer.text
+    return student_id
+
+
+def reserve(api: TestClient, lesson_id: str, student_id: str, key: str | None = None):
+    return api.post(
+        f"/lessons/{lesson_id}/purchases",
+        json={"student_id": student_id},
+        headers={"Idempotency-Key": key or uuid4().hex},
+    )
+
+
+def post_webhook(api: TestClient, body: bytes, secret: str = SECRET, at: int = 0):
+    header = sign(secret, body, at or int(time.time()))
+    return api.post(
+        "/webhooks/payment",
+        content=body,
+        headers={SIGNATURE_HEADER: header, "content-type": "application/json"},
+    )
+
+
+def captured(purchase_id: str, event_id: str, payment_id: str = "pay_1") -> bytes:
+    return Webhook(
+        event_id=event_id,
+        type=WebhookType.PAYMENT_CAPTURED,
+        payment_id=payment_id,
+        idempotency_key=f"purchase-{purchase_id}",
+        reference=purchase_id,
+        amount_cents=2500,
+        occurred_at=datetime.now(UTC),
+    ).to_json()
+
+
+def count(container, table: sa.Table) -> int:
+    with container.engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar())
+
+
+def due_at(container, purchase_id: str) -> datetime | None:
+    with container.engine.connect() as conn:
+        return conn.execute(
+            sa.select(saga_deadlines.c.due_at).where(
+                saga_deadlines.c.purchase_id == UUID(purchase_id)
+            )
+        ).scalar()
+
+
+def test_a_reservation_holds_a_seat_answers_201_and_wakes_the_saga(
+    api, container
+) -> None:
+    lesson_id, student_id, key = lesson(api), student(api), uuid4().hex
+    first = reserve(api, lesson_id, student_id, key)
+    assert first.status_code == 201, first.text
+    body = first.json()
+    assert body["status"] == "reserved"
+    assert body["price_cents"] == 2500
+    assert body["seat_held"] is True
+    assert first.headers["location"] == f"/purchases/{body['purchase_id']}"
+    held_until = datetime.fromisoformat(body["hold_expires_at"])
+    assert timedelta(seconds=HOLD_S - 5) < held_until - datetime.now(UTC)
+    assert api.get(f"/lessons/{lesson_id}").json()["seats_held"] == 1
+    # Due now: the saga's first step (the charge) is not left to the log feed.
+    due = due_at(container, body["purchase_id"])
+    assert due is not None
+    assert due <= datetime.now(UTC)
+    again = reserve(api, lesson_id, student_id, key)
+    assert (again.status_code, again.json()) == (201, body)
+    assert api.get(f"/lessons/{lesson_id}").json()["seats_held"] == 1
+    read = api.get(f"/purchases/{body['purchase_id']}").json()
+    assert read["status"] == "reserved"
+    assert "held until" in read["next_step"]
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "slug"),
+    [
+        ("no key", 400, "idempotency-key-missing"),
+        ("unknown student", 422, "unknown-student"),
+        ("free lesson", 422, "invalid-purchase"),
+        ("full lesson", 409, "lesson-full"),
+        ("no lesson", 404, "not-found"),
+        ("key reused", 422, "idempotency-key-reused"),
+    ],
+)
+def test_a_refused_reservation_is_a_problem_naming_why(
+    api, case: str, status: int, slug: str
+) -> None:
+    lesson_id, student_id = lesson(api, capacity=1), student(api)
+    headers = {"Idempotency-Key": uuid4().hex}
+    if case == "no key":
+        headers = {}
+    elif case == "unknown student":
+        student_id = "nobody-here"
+    elif case == "free lesson":
+        lesson_id = lesson(api, price_cents=0)
+    elif case == "full lesson":
+        assert reserve(api, lesson_id, student(api)).status_code == 201
+    elif case == "no lesson":
+        lesson_id = str(uuid4())
+    elif case == "key reused":
+        assert reserve(api, lesson_id, student(api), headers["Idempotency-Key"])
+    answer = api.post(
+        f"/lessons/{lesson_id}/purchases",
+        json={"student_id": student_id},
+        headers=headers,
+    )
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["type"] == f"/problems/{slug}"
+
+
+def test_an_unknown_purchase_is_404(api) -> None:
+    answer = api.get(f"/purchases/{uuid4()}")
+    assert answer.status_code == 404
+    assert answer.json()["type"] == "/problems/not-found"
+
+
+@pytest.mark.parametrize(
+    "forgery", ["wrong secret", "no header", "another body", "too old"]
+)
+def test_a_webhook_with_a_bad_signature_is_401_recorded_and_changes_nothing(
+    api, container, forgery: str
+) -> None:
+    purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
+    body = captured(purchase_id, f"evt_{uuid4().hex}")
+    before = count(container, refused_webhooks)
+    if forgery == "no header":
+        answer = api.post("/webhooks/payment", content=body)
+    elif forgery == "another body":
+        header = sign(SECRET, body, int(time.time()))
+        answer = api.post(
+            "/webhooks/payment",
+            content=body.replace(b"2500", b"9999"),
+            headers={SIGNATURE_HEADER: header},
+        )
+    elif forgery == "too old":
+        answer = post_webhook(api, body, at=int(time.time()) - 3600)
+    else:
+        answer = post_webhook(api, body, secret="whsec_guessed")  # noqa: S106 - a forgery
+    assert answer.status_code == 401, answer.text
+    assert answer.json()["type"] == "/problems/bad-signature"
+    assert count(container, refused_webhooks) == before + 1
+    assert api.get(f"/purchases/{purchase_id}").json()["status"] == "reserved"
+
+
+def test_a_signed_but_unreadable_webhook_is_422_and_recorded(api, container) -> None:
+    before = count(container, refused_webhooks)
+    answer = post_webhook(api, b'{"id": "evt_x", "type": "payment.teleported"}')
+    assert answer.status_code == 422
+    assert answer.json()["type"] == "/problems/unreadable-webhook"
+    assert count(container, refused_webhooks) == before + 1
+
+
+def test_a_capture_is_recorded_once_deduped_by_event_id_and_wakes_the_saga(
+    api, container
+) -> None:
+    purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
+    Purchases(container.app).request_payment(
+        UUID(purchase_id), next_check_at=datetime.now(UTC) + timedelta(hours=1)
+    )
+    event_id = f"evt_{uuid4().hex}"
+    before = count(container, payment_webhooks)
+    first = post_webhook(api, captured(purchase_id, event_id))
+    assert first.status_code == 200, first.text
+    assert first.json() == {
+        "event_id": event_id,
+        "outcome": "recorded; purchase captured",
+        "duplicate": False,
+    }
+    view = api.get(f"/purchases/{purchase_id}").json()
+    # Only the fact: access is the saga's decision, not the webhook's.
+    assert (view["status"], view["payment_id"]) == ("captured", "pay_1")
+    assert view["enrollment_id"] is None
+    version = view["version"]
+    again = post_webhook(api, captured(purchase_id, event_id))
+    assert again.json()["duplicate"] is True
+    assert api.get(f"/purchases/{purchase_id}").json()["version"] == version
+    assert count(container, payment_webhooks) == before + 1
+    due = due_at(container, purchase_id)
+    assert due is not None
+    assert due <= datetime.now(UTC)
+
+
+def test_a_fact_the_purchase_refuses_is_kept_as_the_outcome(api, container) -> None:
+    purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
+    Purchases(container.app).request_payment(
+        UUID(purchase_id), next_check_at=datetime.now(UTC) + timedelta(hours=1)
+    )
+    assert post_webhook(api, captured(purchase_id, f"evt_{uuid4().hex}")).is_success
+    other = post_webhook(
+        api, captured(purchase_id, f"evt_{uuid4().hex}", payment_id="pay_forged")
+    )
+    assert other.status_code == 200
+    assert other.json()["outcome"].startswith("refused: ")
+    assert api.get(f"/purchases/{purchase_id}").json()["payment_id"] == "pay_1"
+
+
+def test_a_webhook_naming_no_purchase_of_ours_records_nothing(api) -> None:
+    body = Webhook(
+        event_id=f"evt_{uuid4().hex}",
+        type=WebhookType.PAYMENT_CAPTURED,
+        payment_id="pay_x",
+        idempotency_key="someone-elses-key",
+        reference="x",
+        amount_cents=100,
+        occurred_at=datetime.now(UTC),
+    ).to_json()
+    answer = post_webhook(api, body)
+    assert answer.status_code == 200
+    assert answer.json()["outcome"] == "no such purchase"
+
+
+def late_payment(api, container, lesson_id: str) -> str:
+    """A purchase whose hold expired, then paid: an alternative is on offer."""
+    purchase_id = reserve(api, lesson_id, student(api)).json()["purchase_id"]
+    purchases, pid = Purchases(container.app), UUID(purchase_id)
+    now = datetime.now(UTC)
+    purchases.request_payment(pid, next_check_at=now + timedelta(hours=1))
+    purchases.expire_hold(pid, now=now + timedelta(seconds=HOLD_S + 1))
+    purchases.record_payment_captured(pid, payment_id="pay_late", amount_cents=2500)
+    purchases.offer_alternative(pid, offer_expires_at=now + timedelta(hours=1))
+    return purchase_id
+
+
+def test_consent_to_an_alternative_buys_a_seat_there_and_never_adds_one(
+    api, container
+) -> None:
+    first, second = lesson(api, capacity=2), lesson(api, capacity=1)
+    purchase_id = late_payment(api, container, first)
+    view = api.get(f"/purchases/{purchase_id}").json()
+    assert view["status"] == "alternative_offered"
+    assert api.get(f"/lessons/{first}").json()["seats_held"] == 0  # not revived
+    pricier = lesson(api, price_cents=9900)
+    refused = api.post(
+        f"/purchases/{purchase_id}/alternative", json={"lesson_id": pricier}
+    )
+    assert refused.status_code == 422
+    assert refused.json()["type"] == "/problems/alternative-price"
+    taken = api.post(
+        f"/purchases/{purchase_id}/alternative", json={"lesson_id": second}
+    )
+    assert taken.status_code == 200, taken.text
+    assert taken.json()["status"] == "alternative_accepted"
+    new_id = taken.json()["alternative_purchase_id"]
+    assert api.get(f"/purchases/{new_id}").json()["status"] == "confirmed"
+    assert api.get(f"/lessons/{second}").json()["seats_taken"] == 1
+    # The same consent again answers the same; the full lesson gets no extra seat.
+    again = api.post(
+        f"/purchases/{purchase_id}/alternative", json={"lesson_id": second}
+    )
+    assert again.json()["alternative_purchase_id"] == new_id
+    assert api.get(f"/lessons/{second}").json()["seats_taken"] == 1
+
+
+def test_consent_without_an_offer_is_409(api) -> None:
+    purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
+    answer = api.post(
+        f"/purchases/{purchase_id}/alternative", json={"lesson_id": lesson(api)}
+    )
+    assert answer.status_code == 409
+    assert answer.json()["type"] == "/problems/purchase-state"
+
+
+def test_consent_to_a_full_lesson_is_409_and_the_offer_stands(api, container) -> None:
+    full = lesson(api, capacity=1)
+    assert reserve(api, full, student(api)).status_code == 201
+    purchase_id = late_payment(api, container, lesson(api))
+    answer = api.post(f"/purchases/{purchase_id}/alternative", json={"lesson_id": full})
+    assert answer.status_code == 409
+    assert answer.json()["type"] == "/problems/lesson-full"
+    assert (
+        api.get(f"/purchases/{purchase_id}").json()["status"] == "alternative_offered"
+    )

@@ -1,0 +1,101 @@
+"""The saga's deadline table on a real PostgreSQL: claimed once, by lease, fenced.
+
+Two `SagaDeadlines` stand for two saga processes sharing the table.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from uuid import UUID, uuid4
+
+import sqlalchemy as sa
+
+from adapters.postgres.deadlines import SagaDeadlines
+from adapters.postgres.tables import saga_deadlines
+
+
+def two(container, lease: float = 30) -> tuple[SagaDeadlines, SagaDeadlines]:
+    return (
+        SagaDeadlines(container.engine, owner="saga-a", lease=lease),
+        SagaDeadlines(container.engine, owner="saga-b", lease=lease),
+    )
+
+
+def clear(container) -> None:
+    with container.engine.begin() as conn:
+        conn.execute(sa.delete(saga_deadlines))
+
+
+def test_each_due_purchase_is_claimed_by_exactly_one_of_two_racing_processes(
+    container,
+) -> None:
+    clear(container)
+    a, b = two(container)
+    purchases = [uuid4() for _ in range(200)]
+    a.nudge_now(purchases)
+    claimed: dict[str, list[UUID]] = {"a": [], "b": []}
+    start = threading.Barrier(2)
+
+    def drain(name: str, deadlines: SagaDeadlines) -> None:
+        start.wait()
+        while batch := deadlines.claim(7):
+            claimed[name] += [c.purchase_id for c in batch]
+
+    threads = [
+        threading.Thread(target=drain, args=("a", a)),
+        threading.Thread(target=drain, args=("b", b)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    everything = claimed["a"] + claimed["b"]
+    assert sorted(everything) == sorted(purchases)  # each once, none lost
+    assert claimed["a"]
+    assert claimed["b"]
+
+
+def test_a_claim_whose_lease_ran_out_is_taken_over_and_the_old_release_is_void(
+    container,
+) -> None:
+    clear(container)
+    old, new = two(container, lease=0.5)
+    pid = uuid4()
+    old.nudge_now([pid])
+    [stale] = old.claim(10)
+    assert new.claim(10) == []  # held
+    time.sleep(0.7)
+    [fresh] = new.claim(10)
+    assert fresh.purchase_id == pid
+    later = datetime.now(UTC) + timedelta(hours=1)
+    # The paused process wakes and releases: its write must not land.
+    assert old.release(stale, datetime.now(UTC)) is False
+    assert new.release(fresh, later) is True
+    assert new.due_at(pid) == later
+
+
+def test_a_nudge_while_claimed_is_not_overwritten_by_the_release(container) -> None:
+    clear(container)
+    deadlines, _ = two(container)
+    pid = uuid4()
+    deadlines.nudge_now([pid])
+    [claim] = deadlines.claim(10)
+    deadlines.nudge_now([pid])  # a webhook's fact, while the saga works
+    assert deadlines.release(claim, datetime.now(UTC) + timedelta(hours=1))
+    due = deadlines.due_at(pid)
+    assert due is not None
+    assert due <= datetime.now(UTC)
+    assert [c.purchase_id for c in deadlines.claim(10)] == [pid]
+
+
+def test_nothing_due_is_never_claimed(container) -> None:
+    clear(container)
+    deadlines, _ = two(container)
+    pid = uuid4()
+    deadlines.nudge_now([pid])
+    [claim] = deadlines.claim(10)
+    assert deadlines.release(claim, None)
+    assert deadlines.claim(10) == []
+    assert deadlines.due_at(pid) is None
