@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import attrs
+import orjson
 
 SUBJECT_PREFIX = "club.events"
 T = TypeVar("T")
@@ -42,7 +43,7 @@ class Envelope:
             "occurred_at": _rfc3339(self.occurred_at),
             "data": self.data,
         }
-        return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+        return canonical_json(body)
 
     @classmethod
     def from_json(cls, subject: str, body: bytes) -> Envelope:
@@ -72,6 +73,37 @@ class Envelope:
         except Exception as e:
             msg = f"not a Club event envelope: {type(e).__name__}: {e}"
             raise MalformedEnvelopeError(msg) from e
+
+
+# Values orjson writes exactly as json.dumps does. Floats differ (`1e-05` against
+# `0.00001`, NaN against null) and orjson would quietly write a UUID or a datetime
+# that json.dumps refuses; subclasses (enums) are left to json.dumps as well.
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def canonical_json(body: dict[str, Any]) -> bytes:
+    """json.dumps(sort_keys, compact, ASCII) byte for byte, about 3x faster.
+
+    The relay and the rebuild encode every published event: orjson where its bytes
+    are the same, the standard library for anything else. The bytes must not move:
+    inbox rows written before the meaning digests hold the body's sha256.
+    """
+    data = body["data"]
+    if (
+        type(data) is dict
+        and all(type(v) in _PLAIN for k, v in body.items() if k != "data")
+        and all(type(v) in _PLAIN for v in data.values())
+    ):
+        try:
+            encoded = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an int beyond 64 bits, a non-str key
+            pass
+        else:
+            # json.dumps escapes all but printable ASCII as \uXXXX; orjson only
+            # control characters, so DEL and anything beyond ASCII go to json.dumps.
+            if encoded.isascii() and b"\x7f" not in encoded:
+                return encoded
+    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
 
 
 def _typed(raw: dict[str, Any], key: str, kind: type[T]) -> T:
