@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test test-unit test-integration test-e2e test-faults lint bench clean
+.PHONY: run test test-unit test-integration test-e2e test-faults test-properties lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ test-e2e: $(STAMP)
 
 test-faults: $(STAMP)
 	$(BIN)/pytest -m faults
+
+test-properties: $(STAMP)
+	$(BIN)/pytest -m properties
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
