@@ -90,8 +90,8 @@ def purchase_text(
             return (
                 f"Your hold expired: {title}",
                 f"the seat we held for you in {title} on {when} was released "
-                "because no payment arrived in time. If a payment still arrives, "
-                "it will be refunded.",
+                "because no payment arrived in time. A payment that still arrives "
+                "is refunded, or moved to a seat in another lesson if you ask.",
             )
         case Kind.REFUNDED:
             return (

@@ -6,10 +6,15 @@ from datetime import UTC, datetime, timedelta
 from typing import get_type_hints
 from uuid import uuid4
 
-from application.contracts.envelope import Envelope
+import attrs
+import pytest
+
+from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.mapping import PUBLISHED, decode, to_envelope
+from application.contracts.purchase_events import PURCHASE_VERSIONS
 from application.ids import event_id
 from domain.purchase import Purchase
+from tests.contracts.test_published_events import EXAMPLES, load
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOLD = timedelta(minutes=15)
@@ -128,3 +133,17 @@ def test_which_purchase_facts_are_published_is_pinned() -> None:
 
 def get_type(encode: object) -> str:
     return str(get_type_hints(encode)["return"].TYPE)
+
+
+@pytest.mark.parametrize("cls", PURCHASE_VERSIONS, ids=lambda c: c.TYPE)
+@pytest.mark.parametrize("bad", [42, "not-a-uuid", None])
+def test_a_purchase_event_naming_no_purchase_is_malformed_not_a_crash(
+    cls: type, bad: object
+) -> None:
+    """A consumer dead-letters it (`unreadable:`/`malformed:`) and goes on."""
+    example = load(EXAMPLES / cls.TYPE / "v1.json")
+    forged = attrs.evolve(example, data=example.data | {"purchase_id": bad})
+    with pytest.raises(
+        MalformedEnvelopeError, match=f"^{cls.TYPE} v1 data is malformed"
+    ):
+        decode(forged)

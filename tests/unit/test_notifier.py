@@ -312,7 +312,7 @@ def test_other_events_ask_for_no_email(example: str) -> None:
     [
         (Kind.PAYMENT_RECEIVED, "Payment received: Yoga", "payment of 25.00"),
         (Kind.ACCESS_GRANTED, "Your seat is confirmed: Yoga", "is yours"),
-        (Kind.HOLD_EXPIRED, "Your hold expired: Yoga", "will be refunded"),
+        (Kind.HOLD_EXPIRED, "Your hold expired: Yoga", "is refunded, or moved"),
         (Kind.REFUNDED, "Refunded: Yoga", "payment of 19.05 for Yoga"),
     ],
 )
