@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import attrs
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, RawStreamMsg
+from nats.js.api import RawStreamMsg
 from nats.js.errors import NotFoundError
 
 from adapters.nats.streams import (
@@ -28,6 +28,7 @@ from adapters.nats.streams import (
     EVENTS_SUBJECTS,
     REPLAY_STREAM,
     REPLAY_SUBJECTS,
+    ensure_consumer,
 )
 
 REPLAY_PREFIX = REPLAY_SUBJECTS.removesuffix(".>")
@@ -62,15 +63,14 @@ async def ensure_replay_consumer(
     js: JetStreamContext, consumer: str, *, ack_wait: float = ACK_WAIT_S
 ) -> None:
     """The durable through which a consumer receives what a replay hands back."""
-    config = ConsumerConfig(
-        durable_name=replay_durable(consumer),
-        ack_policy=AckPolicy.EXPLICIT,
-        deliver_policy=DeliverPolicy.ALL,
-        filter_subject=f"{REPLAY_PREFIX}.{consumer}.>",
+    await ensure_consumer(
+        js,
+        replay_durable(consumer),
         ack_wait=ack_wait,
+        stream=REPLAY_STREAM,
+        filter_subject=f"{REPLAY_PREFIX}.{consumer}.>",
         max_ack_pending=1_000,
     )
-    await js.add_consumer(REPLAY_STREAM, config)
 
 
 def replay_subject(consumer: str, original_subject: str) -> str:

@@ -138,15 +138,22 @@ def _with_replicas(config: StreamConfig, replicas: int) -> StreamConfig:
 
 
 async def ensure_consumer(
-    js: JetStreamContext, durable: str, *, ack_wait: float = ACK_WAIT_S
+    js: JetStreamContext,
+    durable: str,
+    *,
+    ack_wait: float = ACK_WAIT_S,
+    stream: str = EVENTS_STREAM,
+    filter_subject: str = EVENTS_SUBJECTS,
+    max_ack_pending: int = 10_000,
 ) -> None:
-    """A durable pull consumer over every event, acked one by one after commit."""
+    """A durable pull consumer (by default over every event), acked one by one
+    after the effect commits."""
     config = ConsumerConfig(
         durable_name=durable,
         ack_policy=AckPolicy.EXPLICIT,
         deliver_policy=DeliverPolicy.ALL,
-        filter_subject=EVENTS_SUBJECTS,
+        filter_subject=filter_subject,
         ack_wait=ack_wait,
-        max_ack_pending=10_000,
+        max_ack_pending=max_ack_pending,
     )
-    await js.add_consumer(EVENTS_STREAM, config)
+    await js.add_consumer(stream, config)

@@ -29,7 +29,6 @@ import structlog
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from adapters.crash import crash_point
 from adapters.nats.dead_letters import Unreadable, dead_letter
@@ -39,7 +38,12 @@ from adapters.nats.dlq import (
     original_subject,
     replay_durable,
 )
-from adapters.nats.streams import ACK_WAIT_S, EVENTS_STREAM, REPLAY_STREAM
+from adapters.nats.streams import (
+    ACK_WAIT_S,
+    EVENTS_STREAM,
+    REPLAY_STREAM,
+    ensure_consumer,
+)
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
@@ -65,15 +69,13 @@ async def ensure_worker_consumer(
 ) -> None:
     """The durable pull consumer over the events a work class needs, and the one
     over what `club dlq replay` hands back to it."""
-    config = ConsumerConfig(
-        durable_name=durable,
-        ack_policy=AckPolicy.EXPLICIT,
-        deliver_policy=DeliverPolicy.ALL,
-        filter_subject=filter_subject,
+    await ensure_consumer(
+        js,
+        durable,
         ack_wait=ack_wait,
+        filter_subject=filter_subject,
         max_ack_pending=max_ack_pending,
     )
-    await js.add_consumer(EVENTS_STREAM, config)
     await ensure_replay_consumer(js, durable, ack_wait=ack_wait)
 
 
