@@ -119,9 +119,15 @@ async def read_chain(
 def _delivery(
     queue: ConsumerHop, rates: Rates, promise_seconds: float, configured: float
 ) -> Delivery:
+    """The measured service rate is the throughput: while the queue keeps up it
+    equals the arrival rate, so A >= S says "never drains" only while work waits
+    (then the workers are busy and the throughput is their capacity). Nothing
+    finished in the window with work waiting: the configured rate is assumed, and
+    the queue is reported stalled."""
     measured = rates.service_per_s > 0
+    backlog = queue.lag_events
     model = plan(
-        backlog=queue.lag_events,
+        backlog=backlog,
         arrival_rate=rates.arrival_per_s,
         service_rate=rates.service_per_s if measured else configured,
     )
@@ -129,15 +135,16 @@ def _delivery(
     # The student enrolling now waits for the backlog ahead; the oldest one has
     # already waited its age. Either past the promise means a promise broken.
     eta = max(model.last_queued_wait_seconds, oldest)
+    keeping_up = backlog == 0
     return Delivery(
         queue=NOTIFICATIONS,
-        backlog=queue.lag_events,
+        backlog=backlog,
         oldest_age_seconds=oldest,
         arrival_per_s=model.arrival_rate,
         service_per_s=model.service_rate,
         service_measured=measured,
-        drains=model.drains,
-        drain_seconds=model.drain_seconds,
+        drains=keeping_up or model.drains,
+        drain_seconds=0.0 if keeping_up else model.drain_seconds,
         eta_seconds=eta,
         promise_seconds=promise_seconds,
     )

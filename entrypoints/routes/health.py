@@ -17,6 +17,7 @@ from entrypoints.api_docs import problems
 from entrypoints.bootstrap import Container
 from entrypoints.problems import problem
 from entrypoints.routes.deps import ContainerDep
+from entrypoints.status_metrics import refresh_chain_gauges
 
 log = structlog.get_logger()
 router = APIRouter()
@@ -43,6 +44,7 @@ async def readyz(request: Request, container: ContainerDep) -> Response:
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
     await _refresh_dlq_gauges(getattr(request.app.state, "nats", None))
+    await refresh_chain_gauges(request)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -1,0 +1,200 @@
+"""The chain's status on real PostgreSQL and NATS: a backlog of confirmation e-mails
+(no worker running) shows its count, its oldest age and a "late" verdict in
+`read_chain`, /ops/status and /metrics; after a worker drains it, "on time"."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from adapters.nats.worker import Worker
+from adapters.postgres.owners import owner_of
+from adapters.postgres.tables import notifications
+from adapters.providers.email_http import HttpEmailProvider
+from application.notifications import RetryPolicy
+from entrypoints import work_classes
+from entrypoints.chain_status import ChainStatus, as_json, read_chain
+from entrypoints.http import create_app
+from entrypoints.operator import OpsConfig
+from tests.integration.helpers import (
+    lesson_with_enrollments,
+    make_relay,
+    relay_all,
+    with_js,
+)
+from tests.integration.sandbox_process import SandboxProcess
+from tests.servers import scratch_dir
+
+ENROLLED = 6
+PROMISE_S = 1.0  # short, so that the test's backlog breaks it within seconds
+TOKEN = "status-test-operator-token"  # noqa: S105 - a test value
+OPS = OpsConfig(operator_token=TOKEN, promise_seconds=PROMISE_S, email_rate_per_s=100)
+FAST = RetryPolicy(max_attempts=5, first_delay=0.05, max_delay=0.3, unknown_delay=0.05)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[SandboxProcess]:
+    process = SandboxProcess(scratch_dir("club-status-sandbox-") / "data")
+    process.start()
+    yield process
+    process.stop()
+
+
+def chain(container, nats_url: str) -> ChainStatus:
+    async def body(js, _nc) -> ChainStatus:
+        return await read_chain(
+            container, js, promise_seconds=PROMISE_S, configured_service_per_s=100
+        )
+
+    return asyncio.run(with_js(nats_url, body))
+
+
+def queued_for_notifications(nats_url: str) -> int:
+    """Every published event the notifications durable's filter takes (it skips
+    those that ask for no e-mail, but they wait in line all the same)."""
+    subjects = work_classes.WORK_CLASSES[work_classes.NOTIFICATIONS].subjects
+
+    async def body(js, _nc) -> int:
+        info = await js.stream_info("CLUB_EVENTS", subjects_filter=subjects)
+        return sum((info.state.subjects or {}).values())
+
+    return asyncio.run(with_js(nats_url, body))
+
+
+def sent(container) -> int:
+    with container.engine.connect() as conn:
+        return int(
+            conn.execute(
+                sa.select(sa.func.count()).where(notifications.c.state == "sent")
+            ).scalar_one()
+        )
+
+
+def test_a_backlog_shows_count_oldest_age_and_a_late_verdict(migrated, container):
+    database_url, nats_url = migrated
+    lesson_with_enrollments(container, ENROLLED)
+
+    before_relay = chain(container, nats_url)
+    # Stored, none published yet: the lesson, and per enrollment its seat taken
+    # and its confirmation.
+    stored = 1 + 2 * ENROLLED
+    assert before_relay.outbox.unpublished == stored
+    assert before_relay.outbox.oldest_age_seconds is not None
+    assert before_relay.rates.enrollment_events == ENROLLED  # measured arrivals
+
+    asyncio.run(
+        with_js(
+            nats_url, lambda js, _: relay_all(make_relay(container, js, database_url))
+        )
+    )
+    time.sleep(PROMISE_S + 0.5)  # nobody works the queue: the oldest ages
+    status = chain(container, nats_url)
+
+    assert status.outbox.unpublished == 0
+    assert status.outbox.oldest_age_seconds is None
+    queued = queued_for_notifications(nats_url)
+    assert queued >= ENROLLED
+    queue = status.consumer(work_classes.NOTIFICATIONS)
+    assert queue is not None
+    assert queue.lag_events == queued
+    assert queue.oldest_age_seconds is not None
+    assert queue.oldest_age_seconds > PROMISE_S
+    delivery = status.delivery
+    assert delivery.backlog == queued
+    assert delivery.oldest_age_seconds > PROMISE_S
+    assert delivery.verdict.startswith("late by ")
+    assert delivery.stalled  # nothing was sent in the window: is a worker running?
+    assert not delivery.service_measured
+    shown = json.loads(json.dumps(as_json(status)))  # plain JSON, no infinities
+    assert shown["work_classes"]["notifications"]["queued"] == queued
+    assert shown["delivery"]["verdict"].startswith("late by ")
+    # Published: the lesson and each confirmation (a seat taken stays internal).
+    assert shown["stores"]["streams"]["CLUB_EVENTS"]["messages"] == 1 + ENROLLED
+    assert {c["consumer"] for c in shown["consumers"]} >= {"rosters", "statistics"}
+
+
+def test_ops_status_and_metrics_show_the_same_backlog(migrated, container):
+    _, nats_url = migrated
+    queued = float(queued_for_notifications(nats_url))
+    app = create_app(container, nats_url, ops=OPS)
+    with TestClient(app) as api:
+        refused = api.get("/ops/status")
+        shown = api.get("/ops/status", headers={"Authorization": f"Bearer {TOKEN}"})
+        metrics = api.get("/metrics").text
+    assert refused.status_code == 401
+    assert shown.status_code == 200
+    body = shown.json()
+    assert body["delivery"]["backlog"] == queued
+    assert body["delivery"]["verdict"].startswith("late by ")
+    assert body["work_classes"]["notifications"]["oldest_age_seconds"] > PROMISE_S
+    assert f'club_queue_length{{queue="notifications"}} {queued}' in metrics
+    assert f'club_consumer_lag{{consumer="notifications"}} {queued}' in metrics
+    assert "club_relay_lag_events 0.0" in metrics
+    assert "club_outbox_oldest_unpublished_age_seconds 0.0" in metrics
+    assert 'club_projection_position{projection="rosters"} 0.0' in metrics
+    eta = next(
+        line
+        for line in metrics.splitlines()
+        if line.startswith('club_delivery_eta_seconds{queue="notifications"}')
+    )
+    assert float(eta.split()[-1]) > PROMISE_S
+    age = next(
+        line
+        for line in metrics.splitlines()
+        if line.startswith('club_queue_oldest_age_seconds{queue="notifications"}')
+    )
+    assert float(age.split()[-1]) > PROMISE_S
+
+
+def test_after_a_worker_drains_the_backlog_it_is_on_time(migrated, container, sandbox):
+    _, nats_url = migrated
+    provider = HttpEmailProvider(sandbox.url, read_timeout_s=2.0)
+
+    async def body(js, _nc) -> None:
+        worker = Worker(
+            name=work_classes.NOTIFICATIONS,
+            js=js,
+            job=work_classes.notification_job(container, provider, FAST),
+            owner=lambda: owner_of(container.engine, work_classes.NOTIFICATIONS),
+            concurrency=4,
+        )
+        stop = asyncio.Event()
+        running = asyncio.create_task(worker.run(stop))
+        try:
+            for _ in range(600):
+                info = await js.consumer_info("CLUB_EVENTS", work_classes.NOTIFICATIONS)
+                done = await asyncio.to_thread(sent, container)
+                if (
+                    done == ENROLLED
+                    and not info.num_pending
+                    and not info.num_ack_pending
+                ):
+                    return
+                await asyncio.sleep(0.1)
+            raise AssertionError(f"not drained: {done} sent")
+        finally:
+            stop.set()
+            await asyncio.wait_for(running, 10)
+
+    try:
+        asyncio.run(with_js(nats_url, body))
+    finally:
+        provider.close()
+    status = chain(container, nats_url)
+
+    delivery = status.delivery
+    assert delivery.backlog == 0
+    assert delivery.oldest_age_seconds == 0
+    assert delivery.service_measured  # six sent within the last minute
+    assert delivery.service_per_s == pytest.approx(ENROLLED / 60)
+    assert delivery.verdict == "on time"
+    assert not delivery.stalled
+    states = {s.state: s.count for s in status.notification_states}
+    assert states == {"sent": ENROLLED}
+    assert status.stores["notifications"] == ENROLLED
