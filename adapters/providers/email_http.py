@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
+from adapters.providers.http_client import provider_client
 from application.email import (
     DeliveryStatus,
     EmailSendError,
@@ -48,15 +49,12 @@ class HttpEmailProvider:
         connect_timeout_s: float = 2.0,
         read_timeout_s: float = 10.0,
     ) -> None:
-        url = httpx.URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(
-                "CLUB_EMAIL_PROVIDER_URL must look like http://host:port, "
-                f"got {base_url!r}"
-            )
-        # Bounded on every phase: a provider that hangs costs a timeout, not a worker.
-        timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
-        self._client = httpx.Client(base_url=url, timeout=timeout)
+        self._client = provider_client(
+            base_url,
+            "CLUB_EMAIL_PROVIDER_URL",
+            connect_timeout_s=connect_timeout_s,
+            read_timeout_s=read_timeout_s,
+        )
 
     def close(self) -> None:
         self._client.close()

@@ -17,8 +17,10 @@ from urllib.parse import quote
 
 import httpx
 
-# The same transport facts as the e-mail client: one reading of httpx for both.
 from adapters.providers.email_http import NOTHING_SENT, _describe, _retry_after
+
+# The same transport facts as the e-mail client: one reading of httpx for both.
+from adapters.providers.http_client import provider_client
 from application.payment import (
     Payment,
     PaymentError,
@@ -49,15 +51,12 @@ class HttpPaymentProvider:
         connect_timeout_s: float = 2.0,
         read_timeout_s: float = 10.0,
     ) -> None:
-        url = httpx.URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(
-                "CLUB_PAYMENT_PROVIDER_URL must look like http://host:port, "
-                f"got {base_url!r}"
-            )
-        # Bounded on every phase: a provider that hangs costs a timeout, not a saga.
-        timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
-        self._client = httpx.Client(base_url=url, timeout=timeout)
+        self._client = provider_client(
+            base_url,
+            "CLUB_PAYMENT_PROVIDER_URL",
+            connect_timeout_s=connect_timeout_s,
+            read_timeout_s=read_timeout_s,
+        )
 
     def close(self) -> None:
         self._client.close()
