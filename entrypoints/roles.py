@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -19,13 +20,29 @@ from nats.js import JetStreamContext
 from adapters.nats.streams import connect
 from adapters.transient import TRANSIENT, Backoff
 from entrypoints import bootstrap
+from entrypoints.api_workers import api_workers
 from entrypoints.container import Container
 from entrypoints.settings import Settings
 
 log = structlog.get_logger()
 
 
-def run_api(settings: Settings) -> None:
+def run_api(settings: Settings, workers: int | None = None) -> None:
+    """`workers` processes (None: CLUB_API_WORKERS, else 1). Several share one port;
+    each runs `entrypoints.asgi:create_app` with its own container, and the event
+    store's version check keeps their writes to one lesson serialised."""
+    count = api_workers(os.environ) if workers is None else workers
+    if count > 1:
+        uvicorn.run(
+            "entrypoints.asgi:create_app",
+            factory=True,
+            workers=count,
+            host=settings.http_host,
+            port=settings.http_port,
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+        )
+        return
     role = bootstrap.Role("api")
     database_url, _ = settings.require_services()
     container = _build_when_reachable(

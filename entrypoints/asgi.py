@@ -1,0 +1,25 @@
+"""The API as an import string (`entrypoints.asgi:create_app`, a factory) for
+uvicorn's worker processes: each one builds its own container (its own pool of
+connections) from the environment, as `club api` does in a single process."""
+
+from __future__ import annotations
+
+import atexit
+
+from starlette.types import ASGIApp
+
+from entrypoints import bootstrap
+from entrypoints.roles import _build_when_reachable  # roles.py owns the wait
+from entrypoints.settings import Settings
+
+
+def create_app() -> ASGIApp:
+    settings = Settings.from_env()
+    database_url, _ = settings.require_services()
+    container = _build_when_reachable(
+        database_url, **bootstrap.container_options(settings, bootstrap.Role("api"))
+    )
+    assert container is not None  # noqa: S101 - only a stop check returns None
+    # A worker ends after uvicorn's graceful shutdown: close its pool on the way out.
+    atexit.register(container.close)
+    return bootstrap.build_api(settings, container)
