@@ -25,8 +25,8 @@ from entrypoints.sandbox import inbox
 from entrypoints.sandbox.drop import DropMarkedResponses
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS, EmailSandbox
 from entrypoints.sandbox.email_request import RefusedError, read_key, read_send
+from entrypoints.sandbox.knob_routes import knob_routes
 from entrypoints.sandbox.knobs import (
-    KnobError,
     add_knob_arguments,
     knobs_from,
 )
@@ -95,28 +95,7 @@ def create_app(
         html = inbox.render(sandbox.store.newest(INBOX_LIMIT), sandbox.store.count())
         return HTMLResponse(html, headers=inbox.HEADERS)
 
-    @app.get("/knobs")
-    async def get_knobs() -> Response:
-        return JSONResponse(sandbox.knobs.values())
-
-    @app.put("/knobs")
-    async def put_knobs(request: Request) -> Response:
-        try:
-            changes = await request.json()
-        except (ValueError, RecursionError):
-            return problem(400, "malformed-json", "Malformed JSON", "send JSON")
-        if not isinstance(changes, dict):
-            return problem(422, "invalid-knobs", "Invalid knobs", "send an object")
-        try:
-            return JSONResponse(sandbox.knobs.update(changes))
-        except KnobError as error:
-            return problem(422, "invalid-knobs", "Invalid knobs", str(error))
-
-    @app.get("/healthz")
-    @app.get("/readyz")
-    async def healthz() -> Response:
-        return JSONResponse({"status": "ok"})
-
+    app.include_router(knob_routes(sandbox.knobs))
     return app
 
 

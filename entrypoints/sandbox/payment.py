@@ -27,7 +27,8 @@ from fastapi.responses import JSONResponse, Response
 from application.payment import check_key
 from entrypoints.problems import install_error_handlers, problem
 from entrypoints.sandbox.email import asgi_app
-from entrypoints.sandbox.knobs import KnobError, add_knob_arguments, knobs_from
+from entrypoints.sandbox.knob_routes import knob_routes
+from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
 from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
 from entrypoints.sandbox.payment_provider import PaymentSandbox, refund_json
 from entrypoints.sandbox.payment_request import (
@@ -141,28 +142,7 @@ def create_app(
             }
         )
 
-    @app.get("/knobs")
-    async def get_knobs() -> Response:
-        return JSONResponse(sandbox.knobs.values())
-
-    @app.put("/knobs")
-    async def put_knobs(request: Request) -> Response:
-        try:
-            changes = await request.json()
-        except (ValueError, RecursionError):
-            return problem(400, "malformed-json", "Malformed JSON", "send JSON")
-        if not isinstance(changes, dict):
-            return problem(422, "invalid-knobs", "Invalid knobs", "send an object")
-        try:
-            return JSONResponse(sandbox.knobs.update(changes))
-        except KnobError as error:
-            return problem(422, "invalid-knobs", "Invalid knobs", str(error))
-
-    @app.get("/healthz")
-    @app.get("/readyz")
-    async def healthz() -> Response:
-        return JSONResponse({"status": "ok"})
-
+    app.include_router(knob_routes(sandbox.knobs))
     return app
 
 
