@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -150,6 +153,42 @@ def test_ops_status_and_metrics_show_the_same_backlog(migrated, container):
         if line.startswith('club_queue_oldest_age_seconds{queue="notifications"}')
     )
     assert float(age.split()[-1]) > PROMISE_S
+
+
+def club(migrated, *args: str) -> subprocess.CompletedProcess[str]:
+    database_url, nats_url = migrated
+    env = {
+        **os.environ,
+        "CLUB_DATABASE_URL": database_url,
+        "CLUB_NATS_URL": nats_url,
+        "CLUB_PROMISE_SECONDS": str(PROMISE_S),
+        "COLUMNS": "160",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoints.cli", *args],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_club_status_prints_the_backlog_and_the_late_verdict(migrated):
+    shown = club(migrated, "status")
+    assert shown.returncode == 0, shown.stderr
+    assert "Confirmation e-mail: late by" in shown.stdout
+    assert "outbox (stored, unpublished)" in shown.stdout
+    assert "work class notifications" in shown.stdout
+    assert "is a worker running?" in shown.stdout
+    as_document = club(migrated, "status", "--json")
+    assert as_document.returncode == 0, as_document.stderr
+    document = json.loads(as_document.stdout)
+    assert document["delivery"]["verdict"].startswith("late by ")
+    assert document["delivery"]["promise_seconds"] == PROMISE_S
+
+
+def test_club_status_refuses_a_bad_refresh_interval(migrated):
+    refused = club(migrated, "status", "--watch", "often")
+    assert refused.returncode == 2
+    assert "is not a number of seconds" in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 def test_after_a_worker_drains_the_backlog_it_is_on_time(migrated, container, sandbox):
