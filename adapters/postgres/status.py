@@ -198,10 +198,13 @@ class PostgresStatus:
         )
 
     def _age_of_first_after(self, position: int) -> float | None:
-        found = self._recorder.select_notifications(start=position + 1, limit=1)
-        if not found:
-            return None
-        return _age(self._timestamp(found[0]))
+        """The first few, in case one cannot be decoded (the relay dead-letters
+        such an event; the status must still answer)."""
+        for stored in self._recorder.select_notifications(start=position + 1, limit=5):
+            when = self._timestamp(stored)
+            if when is not None:
+                return _age(when)
+        return None
 
     def _first_id_since(self, cutoff: datetime) -> int | None:
         """The first notification id stored at or after `cutoff`: a binary search
@@ -215,17 +218,24 @@ class PostgresStatus:
             [first, *_] = self._recorder.select_notifications(
                 start=middle, limit=1
             ) or [None]
+            when = None if first is None else self._timestamp(first)
             if first is None:
                 high = middle - 1
-            elif self._timestamp(first) >= cutoff:
+            elif when is not None and when >= cutoff:
                 found, high = first.id, middle - 1
-            else:
+            else:  # older, or undecodable: look further on
                 low = first.id + 1
         return found
 
-    def _timestamp(self, stored: Any) -> datetime:
-        # Every Club event is an eventsourcing domain event, which has a timestamp.
-        when: datetime = self._mapper.to_domain_event(stored).timestamp  # type: ignore[attr-defined]
+    def _timestamp(self, stored: Any) -> datetime | None:
+        """None for a stored event this version cannot decode."""
+        try:
+            event = self._mapper.to_domain_event(stored)
+        except Exception:  # our own stored data, as the relay treats it: skip it
+            return None
+        when = getattr(event, "timestamp", None)
+        if not isinstance(when, datetime):
+            return None
         return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 

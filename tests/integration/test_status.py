@@ -11,9 +11,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from uuid import uuid4
 
 import pytest
 import sqlalchemy as sa
+from eventsourcing.persistence import StoredEvent
 from fastapi.testclient import TestClient
 
 from adapters.nats.worker import Worker
@@ -237,3 +239,23 @@ def test_after_a_worker_drains_the_backlog_it_is_on_time(migrated, container, sa
     states = {s.state: s.count for s in status.notification_states}
     assert states == {"sent": ENROLLED}
     assert status.stores["notifications"] == ENROLLED
+
+
+def test_an_undecodable_stored_event_does_not_stop_the_status(migrated, container):
+    """The relay dead-letters such an event; the status counts it and still
+    answers, with the age of the first event it can read."""
+    _, nats_url = migrated
+    garbled = StoredEvent(
+        originator_id=uuid4(),
+        originator_version=1,
+        topic="domain.enrollment:Enrollment.Confirmed",
+        state=b"\x00 not what this version can decode",
+    )
+    container.app.recorder.insert_events([garbled])
+    lesson_with_enrollments(container, 1)
+
+    status = chain(container, nats_url)
+
+    assert status.outbox.unpublished == 1 + 1 + 2  # it, the lesson, seat + enrollment
+    assert status.outbox.oldest_age_seconds is not None
+    assert status.rates.enrollment_events >= 1
