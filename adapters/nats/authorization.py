@@ -48,6 +48,7 @@ def api_user() -> NatsUser:
         "$JS.API.STREAM.INFO.*",
         "$JS.API.CONSUMER.INFO.*.*",
         f"$JS.API.STREAM.MSG.GET.{DLQ_STREAM}",  # the DLQ's oldest entries (metrics)
+        f"$JS.API.STREAM.MSG.GET.{EVENTS_STREAM}",  # oldest unacked event (status)
     )
     return NatsUser("api", publish=reads, subscribe=(REPLIES,))
 

@@ -7,6 +7,7 @@ age is read from the first message past its ack floor (one request per consumer)
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from datetime import UTC, datetime
@@ -17,6 +18,9 @@ from nats.js.errors import Error as JetStreamError
 from nats.js.errors import NotFoundError
 
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM
+
+# A user without read access gets no reply, only a timeout: do not wait for it.
+READ_BUDGET_S = 1.0
 
 
 @attrs.frozen(kw_only=True)
@@ -96,7 +100,10 @@ async def _oldest_age(
     yet acked), from its event's `occurred_at`: the student's wait began at the
     commit, not when the relay published it. None if the user may not read it."""
     try:
-        msg = await js.get_msg(EVENTS_STREAM, seq=seq, subject=subject, next=True)
+        msg = await asyncio.wait_for(
+            js.get_msg(EVENTS_STREAM, seq=seq, subject=subject, next=True),
+            READ_BUDGET_S,
+        )
     except (NotFoundError, JetStreamError, TimeoutError):
         return None
     when = msg.time
