@@ -82,7 +82,10 @@ async def read_chain(
     *,
     promise_seconds: float,
     configured_service_per_s: float,
+    detail: bool = True,
 ) -> ChainStatus:
+    """`detail=False` (a /metrics scrape) skips what no gauge shows and a large
+    table makes slow: notification states and store sizes."""
     database = PostgresStatus(
         container.engine, container.app.recorder, container.app.mapper
     )
@@ -93,9 +96,9 @@ async def read_chain(
     (outbox, states, rates, stores, positions, deadlines) = await asyncio.to_thread(
         lambda: (
             database.outbox(),
-            database.notification_states(),
+            database.notification_states() if detail else [],
             database.rates(),
-            database.store_sizes(),
+            database.store_sizes() if detail else {},
             database.projection_positions(),
             database.saga_deadlines(),
         )

@@ -45,6 +45,7 @@ async def refresh_chain_gauges(request: Request) -> None:
                 nc.jetstream(),
                 promise_seconds=config.promise_seconds,
                 configured_service_per_s=config.email_rate_per_s,
+                detail=False,
             ),
             SCRAPE_BUDGET_S,
         )

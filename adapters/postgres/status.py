@@ -25,7 +25,7 @@ from adapters.postgres.tables import (
 
 RATE_WINDOW_S = 60.0  # rates are what happened over the last minute
 ENROLLMENT_TOPICS = "domain.enrollment:%"  # the events that ask for an e-mail
-WAITING_STATES = ("pending", "sending", "unknown")  # not yet known to be sent
+EXACT_UP_TO = 100_000  # rows counted exactly; a larger table shows an estimate
 
 
 @attrs.frozen(kw_only=True)
@@ -160,10 +160,21 @@ class PostgresStatus:
         )
 
     def store_sizes(self) -> dict[str, int]:
-        """Rows kept for deduplication and answers: what retention must bound."""
+        """Rows kept for deduplication and answers: what retention must bound.
+        Counted exactly while small; past EXACT_UP_TO rows, the planner's estimate
+        (a count would scan the whole table at every look)."""
         sizes = {}
         with self._engine.connect() as conn:
             for table in (inbox, request_answers, notifications):
+                estimate = conn.execute(
+                    sa.text(
+                        "SELECT reltuples FROM pg_class WHERE oid = to_regclass(:t)"
+                    ),
+                    {"t": table.name},
+                ).scalar()
+                if estimate is not None and estimate > EXACT_UP_TO:
+                    sizes[table.name] = int(estimate)
+                    continue
                 count = sa.select(sa.func.count()).select_from(table)
                 sizes[table.name] = int(conn.execute(count).scalar_one())
         return sizes

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -259,3 +260,22 @@ def test_an_undecodable_stored_event_does_not_stop_the_status(migrated, containe
     assert status.outbox.unpublished == 1 + 1 + 2  # it, the lesson, seat + enrollment
     assert status.outbox.oldest_age_seconds is not None
     assert status.rates.enrollment_events >= 1
+
+
+def test_club_status_watch_refreshes_until_stopped(migrated):
+    database_url, nats_url = migrated
+    env = {**os.environ, "CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
+    watching = subprocess.Popen(
+        [sys.executable, "-m", "entrypoints.cli", "status", "--json", "--watch", "0.3"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert watching.stdout is not None
+        first = json.loads(watching.stdout.readline())
+        second = json.loads(watching.stdout.readline())
+    finally:
+        watching.send_signal(signal.SIGINT)  # Ctrl-C: stops quietly
+        _, err = watching.communicate(timeout=30)
+    assert second["at"] > first["at"]
+    assert watching.returncode == 0
+    assert "Traceback" not in err
