@@ -10,6 +10,7 @@ from uuid import UUID, uuid4
 import httpx
 
 from application.club import ClubApplication
+from bench import peer_plain
 from bench.common import new_lesson, percentiles, students
 from domain.enrollment import Enrollment
 
@@ -28,23 +29,42 @@ def http_enrollments(
             lessons = [new_lesson(container.app, HTTP_REQUESTS)] * clients
         else:
             lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
-        who = students(container, per_client * clients)
-
-        def client(i: int) -> int:
-            with httpx.Client(base_url=api, timeout=30) as http:
-                for student_id in who[i * per_client : (i + 1) * per_client]:
-                    response = http.post(
-                        f"/lessons/{lessons[i]}/enrollments",
-                        json={"student_id": student_id},
-                        headers={"Idempotency-Key": str(uuid4())},
-                    )
-                    assert response.status_code == 201, response.text
-            return per_client
-
-        with ThreadPoolExecutor(clients) as pool:
-            return sum(pool.map(client, range(clients)))
+        return closed_loop(api, lessons, students(container, per_client * clients))
 
     return work
+
+
+def peer_enrollments(api: str, database_url: str, clients: int) -> Callable[[], int]:
+    """The same closed loop against the plain peer (bench.peer_plain)."""
+
+    def work() -> int:
+        per_client = HTTP_REQUESTS // clients
+        lessons = peer_plain.new_lessons(database_url, per_client, clients)
+        who = [f"p-{uuid4().hex[:12]}" for _ in range(per_client * clients)]
+        return closed_loop(api, lessons, who)
+
+    return work
+
+
+def closed_loop(api: str, lessons: Sequence[UUID], who: Sequence[str]) -> int:
+    """One client per lesson, each enrolling its share of `who` one after another
+    over a kept-alive connection; every answer must be a 201."""
+    clients = len(lessons)
+    per_client = len(who) // clients
+
+    def client(i: int) -> int:
+        with httpx.Client(base_url=api, timeout=30) as http:
+            for student_id in who[i * per_client : (i + 1) * per_client]:
+                response = http.post(
+                    f"/lessons/{lessons[i]}/enrollments",
+                    json={"student_id": student_id},
+                    headers={"Idempotency-Key": str(uuid4())},
+                )
+                assert response.status_code == 201, response.text
+        return per_client
+
+    with ThreadPoolExecutor(clients) as pool:
+        return sum(pool.map(client, range(clients)))
 
 
 def http_floor(api: str, clients: int) -> Callable[[], int]:

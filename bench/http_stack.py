@@ -1,0 +1,107 @@
+"""The API under each HTTP server and loop, and with 1 or 2 processes (issue #14).
+
+Every variant serves the same app, `entrypoints.asgi:create_app` (what
+`CLUB_API_WORKERS` runs), from a process of its own on the bench's servers; only the
+server, the loop, the HTTP parser and the process count differ. A variant whose
+package is not installed is reported as missing, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import attrs
+import httpx
+
+from adapters.embedded.process import free_port
+from entrypoints.api_workers import api_workers
+
+APP = "entrypoints.asgi:create_app"
+PEER = "bench.peer_plain:create_app"
+
+
+@attrs.frozen
+class HttpStack:
+    name: str
+    needs: tuple[str, ...]  # modules that must be importable; the first is the server
+    flags: tuple[str, ...]
+
+    def missing(self) -> list[str]:
+        return [m for m in self.needs if importlib.util.find_spec(m) is None]
+
+    def command(self, app: str, port: int, workers: int) -> list[str]:
+        where = ("--host", "127.0.0.1", "--port", str(port), "--workers", str(workers))
+        return [sys.executable, "-m", self.needs[0], *self.flags, *where, app]
+
+
+STACKS = (
+    HttpStack("uvicorn, asyncio + h11", ("uvicorn",),
+              ("--factory", "--no-access-log", "--loop", "asyncio", "--http", "h11")),
+    HttpStack("uvicorn[standard], uvloop + httptools",
+              ("uvicorn", "uvloop", "httptools"),
+              ("--factory", "--no-access-log", "--loop", "uvloop",
+               "--http", "httptools")),
+    HttpStack("granian (asgi)", ("granian",),
+              ("--interface", "asgi", "--factory", "--no-log")),
+)  # fmt: skip
+# What `club api` runs: uvicorn's defaults pick uvloop and httptools when installed.
+SHIPPED = HttpStack("club api (uvicorn defaults)", ("uvicorn",),
+                    ("--factory", "--no-access-log"))  # fmt: skip
+
+
+def api_env(database_url: str, nats_url: str) -> dict[str, str]:
+    """This machine's environment less its CLUB_* settings, plus the servers'."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLUB_")}
+    return env | {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
+
+
+@contextmanager
+def api_process(
+    stack: HttpStack,
+    database_url: str,
+    nats_url: str,
+    workers: int = 1,
+    *,
+    app: str = APP,
+) -> Iterator[str]:
+    """`app` under `stack` with `workers` processes; yields its base URL.
+    The peer (bench.peer_plain) finds its database in PEER_DATABASE_URL."""
+    api_workers({"CLUB_API_WORKERS": str(workers)})  # the same bounds as club api
+    port = free_port()
+    env = api_env(database_url, nats_url) | {"PEER_DATABASE_URL": database_url}
+    proc = subprocess.Popen(
+        stack.command(app, port, workers),
+        env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_ready(base, proc)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_ready(base: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the API exited with {proc.returncode}: {proc.args}")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{base} not ready within {timeout}s")
