@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from types import SimpleNamespace
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
@@ -16,6 +17,8 @@ from starlette.routing import BaseRoute
 
 from entrypoints.http import create_app
 from entrypoints.operator import OpsConfig, require_operator
+from tests.servers import scratch_dir
+from tests.stack import Stack
 
 TOKEN = "operator-secret-token"  # noqa: S105 - a test value
 OPS = OpsConfig(operator_token=TOKEN, promise_seconds=10, email_rate_per_s=100)
@@ -140,3 +143,35 @@ def test_the_operator_token_passes_the_policy(app) -> None:
 def test_student_routes_need_no_operator_token(app) -> None:
     with TestClient(app, raise_server_exceptions=False) as client:
         assert client.get("/healthz").status_code == 200
+
+
+def test_club_api_serves_ops_status_with_the_token_it_was_started_with(migrated):
+    """The real role: `club up` hands the API CLUB_OPERATOR_TOKEN, the token it
+    printed; /ops/status and /metrics read the chain through it."""
+    started_with = "token-from-the-environment"
+    stack = Stack(
+        *migrated, scratch_dir("club-ops-api-"), CLUB_OPERATOR_TOKEN=started_with
+    )
+    stack.start("api")
+    try:
+        refused = httpx.get(f"{stack.base}/ops/status", timeout=10)
+        wrong = httpx.get(
+            f"{stack.base}/ops/status",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+        )
+        shown = httpx.get(
+            f"{stack.base}/ops/status",
+            headers={"Authorization": f"Bearer {started_with}"},
+            timeout=10,
+        )
+        metrics = httpx.get(f"{stack.base}/metrics", timeout=10).text
+    finally:
+        stack.stop_all()
+    assert refused.status_code == 401
+    assert wrong.status_code == 403
+    assert shown.status_code == 200, shown.text
+    assert shown.json()["delivery"]["verdict"] == "on time"
+    assert shown.json()["delivery"]["promise_seconds"] == 10  # the default
+    assert 'club_delivery_eta_seconds{queue="notifications"} 0.0' in metrics
+    assert "club_relay_lag_events 0.0" in metrics
