@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, get_type_hints
 from uuid import UUID
@@ -20,7 +21,7 @@ from application.contracts.events import (
     PublishedEvent,
 )
 from application.contracts.purchase_mapping import PURCHASE_PUBLISHED
-from application.ids import event_id
+from application.ids import CLUB_NS
 from domain.enrollment import Enrollment
 from domain.export import Export
 from domain.lesson import Lesson
@@ -86,7 +87,7 @@ def to_envelope(domain_event: Any) -> Envelope | None:
     aggregate, encode = entry
     published = encode(domain_event)
     return Envelope(
-        event_id=event_id(domain_event.originator_id, domain_event.originator_version),
+        event_id=_event_id(domain_event.originator_id, domain_event.originator_version),
         type=published.TYPE,
         schema_version=published.VERSION,
         aggregate=aggregate,
@@ -95,6 +96,16 @@ def to_envelope(domain_event: Any) -> Envelope | None:
         occurred_at=domain_event.timestamp,
         data=published.to_data(),
     )
+
+
+_NAMESPACE = CLUB_NS.bytes
+
+
+def _event_id(aggregate_id: UUID, aggregate_version: int) -> UUID:
+    """application.ids.event_id (uuid5) without uuid5's import and namespace
+    encoding on every call: the relay and the rebuild derive one per event."""
+    name = f"{aggregate_id}:{aggregate_version}".encode()
+    return UUID(bytes=hashlib.sha1(_NAMESPACE + name).digest()[:16], version=5)  # noqa: S324 - uuid5 is sha1 by definition
 
 
 def published_envelopes(
