@@ -1,0 +1,68 @@
+"""Under `club up` a paid purchase completes on its own: the supervisor starts the
+saga and the payment sandbox, and gives the sandbox and the API one generated
+webhook secret (none is set here)."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+import httpx
+
+from adapters.embedded.process import free_port
+from tests.e2e.test_club_up import club_up, ctrl_c, started
+from tests.servers import scratch_dir
+from tests.stack import eventually
+
+
+def test_a_purchase_completes_on_its_own_under_club_up() -> None:
+    data_dir = scratch_dir("club-up-purchase-") / "data"
+    provider = f"http://127.0.0.1:{free_port()}"
+    with club_up(
+        data_dir,
+        free_port(),
+        CLUB_PAYMENT_PROVIDER_URL=provider,
+        CLUB_PAYMENT_WEBHOOK_SECRET="",  # the supervisor makes one
+    ) as (api, proc):
+        started(proc, lambda argv: argv[-1:] == ["saga"])
+        started(proc, lambda argv: argv[-2:] == ["sandbox", "payment"])
+        lesson = httpx.post(
+            f"{api}/lessons",
+            json={
+                "title": "Intensive",
+                "capacity": 2,
+                "starts_at": "2027-01-10T10:00:00Z",
+                "price_cents": 4900,
+            },
+            timeout=10,
+        ).json()
+        student_id = f"s-{uuid4().hex[:10]}"
+        httpx.put(
+            f"{api}/students/{student_id}",
+            json={"email": f"{student_id}@example.org", "name": "Ann"},
+            timeout=10,
+        )
+
+        def reserved() -> httpx.Response | None:
+            answer = httpx.post(
+                f"{api}/lessons/{lesson['lesson_id']}/purchases",
+                json={"student_id": student_id},
+                headers={"Idempotency-Key": "first-purchase"},
+                timeout=10,
+            )
+            return answer if answer.status_code == 201 else None
+
+        purchase = eventually(reserved, timeout=30, interval=0.5).json()
+        path = f"{api}/purchases/{purchase['purchase_id']}"
+        done = eventually(
+            lambda: (
+                (v := httpx.get(path, timeout=5).json())["status"] == "confirmed" and v
+            ),
+            timeout=60,
+        )
+        assert done["enrollment_id"] is not None
+        # The webhook reached the API signed with the generated secret: accepted.
+        wait = httpx.get(f"{provider}/webhooks", timeout=5).json()
+        delivered = [w for w in wait["webhooks"] if w["delivered_at"] is not None]
+        assert delivered, wait
+        assert all(w["last_error"] is None for w in delivered), wait
+        ctrl_c(proc)
