@@ -10,18 +10,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from application.club import ClubApplication
-from application.commands import ScheduleLesson
-from domain.student import StudentProfile
 from entrypoints import bootstrap
-from tests.faults.workload import confirmed_totals
-from tests.stack import club_env
+from entrypoints.confirmed_totals import confirmed_totals
+from entrypoints.demo import register_students, schedule_lesson
+from entrypoints.role_env import role_env
 
 # Overrides for trying the bench out quickly; the published figures use the defaults.
 RUNS = int(os.environ.get("CLUB_BENCH_RUNS", "3"))
 SCALE = float(os.environ.get("CLUB_BENCH_SCALE", "1"))
+STARTS_AT = datetime(2027, 1, 1, tzinfo=UTC)
 
 
 def timed(work: Callable[[], int]) -> float:
@@ -36,26 +36,12 @@ def series(work: Callable[[], int]) -> list[float]:
 
 
 def new_lesson(app: ClubApplication, capacity: int) -> UUID:
-    return app.schedule_lesson(
-        ScheduleLesson(
-            lesson_id=uuid4(),
-            title="Bench",
-            capacity=capacity,
-            starts_at=datetime(2027, 1, 1, tzinfo=UTC),
-            price_cents=0,
-        )
-    )
+    return schedule_lesson(app, capacity=capacity, title="Bench", starts_at=STARTS_AT)
 
 
 def students(container: bootstrap.Container, n: int) -> list[str]:
-    ids = [f"b-{uuid4().hex[:12]}" for _ in range(n)]
-    for student_id in ids:
-        container.students.save(
-            StudentProfile.create(
-                student_id=student_id, email=f"{student_id}@bench.example", name="B"
-            )
-        )
-    return ids
+    """Addresses are `<id>@bench.example`: the jobs bench looks them up."""
+    return register_students(container.students, n, prefix="b", domain="bench.example")
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -77,7 +63,7 @@ def role(
     """One `club` role as its own process, as deployed; stopped on the way out."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "entrypoints.cli", *args],
-        env=club_env(database_url, nats_url, **env),
+        env=role_env(database_url, nats_url, **env),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -90,7 +76,7 @@ def role(
 def wait_until_projected(container: bootstrap.Container, timeout: float = 120) -> None:
     """Until the statistics projection counts every enrollment in the event store."""
     deadline = time.monotonic() + timeout
-    while (totals := confirmed_totals(container))["projection"] < totals["store"]:
+    while not (totals := confirmed_totals(container)).caught_up:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the statistics projection lags: {totals}")
         time.sleep(0.1)

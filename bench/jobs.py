@@ -25,6 +25,7 @@ import httpx
 import sqlalchemy as sa
 
 from adapters.embedded.process import free_port
+from adapters.embedded.readiness import wait_ready
 from adapters.postgres.tables import notifications
 from bench.common import new_lesson, role, students
 from bench.http import steady_posts
@@ -33,6 +34,7 @@ from entrypoints import bootstrap
 BACKLOG = 600
 ARRIVAL_PER_S = 80.0
 PROVIDER_LIMIT_PER_S = 100
+STARTING_S = 90  # a role's start on 2 busy cores
 
 
 @contextmanager
@@ -45,7 +47,7 @@ def email_sandbox(data_dir: Path, **env: str) -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _wait_for(f"{url}/knobs")
+        wait_ready(url, STARTING_S, path="/knobs")
         yield url
     finally:
         proc.terminate()
@@ -96,7 +98,7 @@ def backlog_drain(
         role(url, nats_url, "api", CLUB_HTTP_PORT=str(port)),
         role(url, nats_url, "relay"),
     ):
-        _wait_for(f"{api}/readyz")
+        wait_ready(api, STARTING_S)
         steady_posts(api, lesson, who[:BACKLOG], rate=200)  # queued: no worker runs
         with role(
             url, nats_url, "worker", "notifications",
@@ -140,7 +142,7 @@ def email_latency_beside_exports(
         ),
         role(url, nats_url, "relay"),
     ):
-        _wait_for(f"{api}/readyz")
+        wait_ready(api, STARTING_S)
         with httpx.Client(base_url=api, timeout=30) as http:
             for _ in range(exports):
                 asked = http.post(f"/lessons/{lesson}/roster-exports")
@@ -178,16 +180,6 @@ def _in_background(work: Callable[[], object]) -> threading.Thread:
     thread = threading.Thread(target=work, daemon=True)
     thread.start()
     return thread
-
-
-def _wait_for(url: str, timeout: float = 30) -> None:
-    def ready() -> bool:
-        try:
-            return httpx.get(url, timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    _wait_until(ready, timeout)
 
 
 def _wait_until(check: Callable[[], bool], timeout: float) -> None:

@@ -9,10 +9,12 @@ from uuid import uuid4
 
 from nats.js.errors import NotFoundError
 
+from adapters.nats.relay_drain import relay_all
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from application.contracts.envelope import Envelope
 from bench.common import RUNS
-from tests.integration.helpers import make_relay, relay_all
+from entrypoints.bootstrap import build_relay
+from entrypoints.settings import Settings
 
 
 async def fresh_stream(js) -> None:
@@ -22,11 +24,16 @@ async def fresh_stream(js) -> None:
 
 
 def relay_rate(container, database_url: str, nats_url: str) -> list[float]:
+    settings = Settings.from_env(
+        {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
+    )
+
     async def one() -> float:
         nc = await connect(nats_url, name="bench-relay")
         js = nc.jetstream()
         await fresh_stream(js)
-        relay = make_relay(container, js, database_url, name=f"bench-{uuid4().hex[:6]}")
+        # A lease of its own each run, so each run publishes the whole outbox again.
+        relay = build_relay(settings, container, js, name=f"bench-{uuid4().hex[:6]}")
         start = time.perf_counter()
         await relay_all(relay)
         elapsed = time.perf_counter() - start

@@ -21,10 +21,9 @@ from psycopg.sql import SQL, Identifier
 
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.recorder import ClubRecorder
+from adapters.postgres.tailing import PER_WRITER, WRITERS, tail_while_writing
 from entrypoints.bootstrap import Container, build, migrate_database
-from tests.integration.helpers import lesson_with_enrollments
-from tests.integration.tailing import tail_while_writing
-from tests.integration.test_readers_never_skip import PER_WRITER, WRITERS
+from entrypoints.demo import lesson_with_enrollments
 
 Position = tuple[int, int]  # (transaction id, notification id)
 

@@ -180,8 +180,10 @@ def build_saga(
 
 
 def build_relay(
-    settings: Settings, container: Container, js: JetStreamContext
+    settings: Settings, container: Container, js: JetStreamContext, **tuning: Any
 ) -> Relay:
+    """`tuning` overrides the relay's keywords (a test's PubAck timeout, a bench's
+    lease name), so tests and benchmarks build the relay the role runs."""
     database_url, _ = settings.require_services()
     return Relay(
         recorder=container.app.recorder,
@@ -189,7 +191,7 @@ def build_relay(
         engine=container.engine,
         js=js,
         listen_dsn=database_url,
-        lease_seconds=settings.relay_lease_seconds,
+        **({"lease_seconds": settings.relay_lease_seconds} | tuning),
     )
 
 

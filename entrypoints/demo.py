@@ -44,14 +44,18 @@ def schedule_lesson(
 
 
 def register_students(
-    directory: StudentDirectory, count: int, *, prefix: str = "s"
+    directory: StudentDirectory,
+    count: int,
+    *,
+    prefix: str = "s",
+    domain: str = "example.org",
 ) -> list[str]:
-    """`count` new profiles, each with an address of its own."""
+    """`count` new profiles, each with an address of its own: `<id>@<domain>`."""
     ids = [f"{prefix}-{uuid4().hex[:10]}" for _ in range(count)]
     for student_id in ids:
         directory.save(
             StudentProfile.create(
-                student_id=student_id, email=f"{student_id}@example.org", name="Ann"
+                student_id=student_id, email=f"{student_id}@{domain}", name="Ann"
             )
         )
     return ids

@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
-from uuid import uuid4
 
-import psycopg
 from nats.js.errors import NotFoundError
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.embedded.scratch import fresh_database, scratch_dir
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, connect
 
-
-def scratch_dir(prefix: str) -> Path:
-    """A temp dir that the embedded PostgreSQL (run as nobody under root) can reach;
-    removed when the test process exits, so runs do not fill the disk."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    path.chmod(0o755)
-    if not os.environ.get("CLUB_KEEP_SCRATCH"):  # keep logs to read after a failure
-        atexit.register(shutil.rmtree, path, ignore_errors=True)
-    return path
+__all__ = ["fresh_database", "nats_server", "postgres_server", "scratch_dir"]
 
 
 @contextmanager
@@ -43,19 +29,6 @@ def postgres_server() -> Iterator[str]:
         yield pg.start()
     finally:
         pg.stop()
-
-
-@contextmanager
-def fresh_database(server_url: str) -> Iterator[str]:
-    name = f"club_test_{uuid4().hex[:12]}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(server_url)
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextmanager

@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from uuid import uuid4
 
 import httpx
 import psutil
 
 from adapters.embedded import placement
 from adapters.embedded.process import free_port
+from tests.api_client import ClubClient
 from tests.servers import scratch_dir
 from tests.stack import club_env, eventually, wait_ready
 
@@ -75,33 +75,13 @@ def started(proc: subprocess.Popen[bytes], match: Callable[[list[str]], bool]) -
     return int(eventually(find, timeout=30))
 
 
-def answered(method: str, url: str, **kw: object) -> httpx.Response:
-    """As a client does: a 503 (a server just restarted) is tried again."""
-    for _ in range(10):
-        response = httpx.request(method, url, timeout=10, **kw)  # type: ignore[arg-type]
-        if response.status_code != 503:
-            return response
-        time.sleep(float(response.headers.get("Retry-After", "1")))
-    return response
-
-
 def enroll_one(api: str) -> str:
-    student, key = f"s-{uuid4().hex[:8]}", str(uuid4())
-    profile = {"email": "a@b.org", "name": "Ann"}
-    assert answered("PUT", f"{api}/students/{student}", json=profile).is_success
-    lesson_id = answered(
-        "POST",
-        f"{api}/lessons",
-        json={"title": "Yoga", "capacity": 4, "starts_at": "2026-12-01T10:00:00Z"},
-    ).json()["lesson_id"]
-    enrolled = answered(
-        "POST",
-        f"{api}/lessons/{lesson_id}/enrollments",
-        json={"student_id": student},
-        headers={"Idempotency-Key": key},
-    )
-    assert enrolled.status_code == 201
-    return str(lesson_id)
+    """A lesson with one student enrolled, asked as a client would (a 503 from a
+    server just started is asked again)."""
+    with ClubClient(api, timeout=10, patient=True) as club:
+        lesson_id = club.lesson(capacity=4)
+        assert club.enroll(lesson_id, club.student()).status_code == 201
+    return lesson_id
 
 
 def confirmed(api: str) -> int:
@@ -131,17 +111,12 @@ def test_a_newcomer_sees_the_confirmation_arrive_and_can_export_the_roster() -> 
     data_dir = scratch_dir("club-up-mail-") / "data"
     sandbox = f"http://127.0.0.1:{free_port()}"
     with club_up(data_dir, free_port(), CLUB_EMAIL_PROVIDER_URL=sandbox) as (api, proc):
-        student, key = f"s-{uuid4().hex[:8]}", str(uuid4())
-        profile = {"email": "ann@example.org", "name": "Ann"}
-        assert answered("PUT", f"{api}/students/{student}", json=profile).is_success
-        lesson = {"title": "Yoga", "capacity": 4, "starts_at": "2026-12-01T10:00:00Z"}
-        lesson_id = answered("POST", f"{api}/lessons", json=lesson).json()["lesson_id"]
-        enrollment = answered(
-            "POST",
-            f"{api}/lessons/{lesson_id}/enrollments",
-            json={"student_id": student},
-            headers={"Idempotency-Key": key},
-        ).json()
+        with ClubClient(api, timeout=10, patient=True) as club:
+            lesson_id = club.lesson(capacity=4)
+            student = club.student(email="ann@example.org")
+            enrolled = club.enroll(lesson_id, student)
+        assert enrolled.status_code == 201, enrolled.text
+        enrollment = enrolled.json()
         path = f"{api}/enrollments/{enrollment['enrollment_id']}"
 
         def notification_state() -> str | None:

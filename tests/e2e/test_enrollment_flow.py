@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from uuid import uuid4
 
@@ -11,39 +12,14 @@ import httpx
 import psycopg
 import pytest
 
+from tests.api_client import ClubClient
 from tests.stack import eventually
 
 
-def student(api: str) -> str:
-    student_id = f"s-{uuid4().hex[:10]}"
-    response = httpx.put(
-        f"{api}/students/{student_id}", json={"email": "ann@example.org", "name": "Ann"}
-    )
-    assert response.status_code == 200
-    return student_id
-
-
-def lesson(api: str, capacity: int) -> str:
-    response = httpx.post(
-        f"{api}/lessons",
-        json={
-            "title": "Yoga",
-            "capacity": capacity,
-            "starts_at": "2026-12-01T10:00:00Z",
-        },
-    )
-    assert response.status_code == 201, response.text
-    assert response.headers["location"] == f"/lessons/{response.json()['lesson_id']}"
-    return response.json()["lesson_id"]
-
-
-def enroll(api: str, lesson_id: str, student_id: str, key: str | None = None):
-    return httpx.post(
-        f"{api}/lessons/{lesson_id}/enrollments",
-        json={"student_id": student_id},
-        headers={"Idempotency-Key": key or str(uuid4())},
-        timeout=30,
-    )
+@pytest.fixture
+def club(api: str) -> Iterator[ClubClient]:
+    with ClubClient(api) as client:
+        yield client
 
 
 def lesson_stats(api: str, lesson_id: str) -> dict | None:
@@ -51,9 +27,9 @@ def lesson_stats(api: str, lesson_id: str) -> dict | None:
     return next((row for row in body["lessons"] if row["lesson_id"] == lesson_id), None)
 
 
-def test_an_enrollment_reaches_the_statistics(api) -> None:
-    lesson_id = lesson(api, capacity=3)
-    response = enroll(api, lesson_id, student(api))
+def test_an_enrollment_reaches_the_statistics(api, club) -> None:
+    lesson_id = club.lesson(capacity=3)
+    response = club.enroll(lesson_id, club.student())
     assert response.status_code == 201
     assert response.json()["status"] == "confirmed"
     enrollment_id = response.json()["enrollment_id"]
@@ -81,11 +57,11 @@ def test_an_enrollment_reaches_the_statistics(api) -> None:
     )
 
 
-def test_forty_students_race_for_five_seats(api) -> None:
-    lesson_id = lesson(api, capacity=5)
-    students = [student(api) for _ in range(40)]
+def test_forty_students_race_for_five_seats(api, club) -> None:
+    lesson_id = club.lesson(capacity=5)
+    students = [club.student() for _ in range(40)]
     with ThreadPoolExecutor(40) as pool:
-        responses = list(pool.map(lambda s: enroll(api, lesson_id, s), students))
+        responses = list(pool.map(lambda s: club.enroll(lesson_id, s), students))
     codes = sorted(r.status_code for r in responses)
     assert codes == [201] * 5 + [409] * 35
     for refused in (r for r in responses if r.status_code == 409):
@@ -97,32 +73,32 @@ def test_forty_students_race_for_five_seats(api) -> None:
     )
 
 
-def test_the_same_key_replays_the_first_answer(api) -> None:
-    lesson_id = lesson(api, capacity=1)
-    student_id = student(api)
-    first = enroll(api, lesson_id, student_id, key="key-replay")
-    again = enroll(api, lesson_id, student_id, key="key-replay")
+def test_the_same_key_replays_the_first_answer(api, club) -> None:
+    lesson_id = club.lesson(capacity=1)
+    student_id = club.student()
+    first = club.enroll(lesson_id, student_id, key="key-replay")
+    again = club.enroll(lesson_id, student_id, key="key-replay")
     assert first.status_code == again.status_code == 201
     assert again.json() == first.json()
     assert again.headers["location"] == first.headers["location"]
     assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
 
 
-def test_the_same_key_with_another_body_is_422(api) -> None:
-    lesson_id = lesson(api, capacity=2)
-    enroll(api, lesson_id, student(api), key="key-mismatch")
-    other = enroll(api, lesson_id, student(api), key="key-mismatch")
+def test_the_same_key_with_another_body_is_422(api, club) -> None:
+    lesson_id = club.lesson(capacity=2)
+    club.enroll(lesson_id, club.student(), key="key-mismatch")
+    other = club.enroll(lesson_id, club.student(), key="key-mismatch")
     assert other.status_code == 422
     assert other.json()["type"] == "/problems/idempotency-key-reused"
 
 
-def test_the_same_key_sent_at_once_is_one_enrollment_and_one_answer(api) -> None:
-    lesson_id = lesson(api, capacity=5)
-    student_id = student(api)
+def test_the_same_key_sent_at_once_is_one_enrollment_and_one_answer(api, club) -> None:
+    lesson_id = club.lesson(capacity=5)
+    student_id = club.student()
     with ThreadPoolExecutor(8) as pool:
         responses = list(
             pool.map(
-                lambda _: enroll(api, lesson_id, student_id, key="k-at-once"), range(8)
+                lambda _: club.enroll(lesson_id, student_id, key="k-at-once"), range(8)
             )
         )
     assert {r.status_code for r in responses} == {201}, [r.text for r in responses]
@@ -130,12 +106,12 @@ def test_the_same_key_sent_at_once_is_one_enrollment_and_one_answer(api) -> None
     assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
 
 
-def test_the_same_key_raced_with_other_bodies_has_one_winner(api) -> None:
-    lesson_id = lesson(api, capacity=5)
-    students = [student(api) for _ in range(6)]
+def test_the_same_key_raced_with_other_bodies_has_one_winner(api, club) -> None:
+    lesson_id = club.lesson(capacity=5)
+    students = [club.student() for _ in range(6)]
     with ThreadPoolExecutor(6) as pool:
         responses = list(
-            pool.map(lambda s: enroll(api, lesson_id, s, key="k-contested"), students)
+            pool.map(lambda s: club.enroll(lesson_id, s, key="k-contested"), students)
         )
     codes = sorted(r.status_code for r in responses)
     assert codes == [201] + [422] * 5, [r.text for r in responses]
@@ -201,21 +177,21 @@ def test_a_chunked_body_under_the_limit_is_parsed(api) -> None:
     assert response.status_code == 201, response.text
 
 
-def test_enrollment_errors_are_problem_details(api) -> None:
-    lesson_id = lesson(api, capacity=1)
+def test_enrollment_errors_are_problem_details(api, club) -> None:
+    lesson_id = club.lesson(capacity=1)
     missing_key = httpx.post(
         f"{api}/lessons/{lesson_id}/enrollments", json={"student_id": "s-1"}
     )
     assert missing_key.status_code == 400
     assert missing_key.json()["type"] == "/problems/idempotency-key-missing"
-    unknown = enroll(api, lesson_id, "never-registered")
+    unknown = club.enroll(lesson_id, "never-registered")
     assert unknown.status_code == 422
     assert unknown.json()["type"] == "/problems/unknown-student"
-    no_lesson = enroll(api, str(uuid4()), student(api))
+    no_lesson = club.enroll(str(uuid4()), club.student())
     assert no_lesson.status_code == 404
-    student_id = student(api)
-    assert enroll(api, lesson_id, student_id).status_code == 201
-    twice = enroll(api, lesson_id, student_id)
+    student_id = club.student()
+    assert club.enroll(lesson_id, student_id).status_code == 201
+    twice = club.enroll(lesson_id, student_id)
     assert twice.status_code == 409
     assert twice.json()["type"] == "/problems/already-enrolled"
 
@@ -231,17 +207,19 @@ def test_health_openapi_and_metrics(api) -> None:
     assert httpx.get(f"{api}/metrics").status_code == 200
 
 
-def test_a_stuck_lock_gives_503_with_retry_after_not_a_hang(api, migrated) -> None:
-    lesson_id = lesson(api, capacity=2)
-    student_id = student(api)
+def test_a_stuck_lock_gives_503_with_retry_after_not_a_hang(
+    api, club, migrated
+) -> None:
+    lesson_id = club.lesson(capacity=2)
+    student_id = club.student()
     with psycopg.connect(migrated[0]) as blocker:
         blocker.execute("LOCK TABLE club_events IN EXCLUSIVE MODE")  # held until exit
         started = time.monotonic()
-        stuck = enroll(api, lesson_id, student_id, key="key-stuck")
+        stuck = club.enroll(lesson_id, student_id, key="key-stuck")
         waited = time.monotonic() - started
     assert stuck.status_code == 503
     assert stuck.headers["retry-after"]
     assert stuck.json()["type"] == "/problems/temporarily-unavailable"
     assert waited < 10
-    retried = enroll(api, lesson_id, student_id, key="key-stuck")  # same key, later
+    retried = club.enroll(lesson_id, student_id, key="key-stuck")  # same key, later
     assert retried.status_code == 201

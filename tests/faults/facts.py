@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from uuid import UUID, uuid4
+from uuid import UUID
 
 import attrs
 import httpx
@@ -13,6 +13,7 @@ from adapters.postgres.tables import inbox
 from application.ids import enrollment_id_for, event_id
 from entrypoints.bootstrap import Container
 from projections import statistics
+from tests.api_client import ClubClient
 from tests.integration.helpers import stream_messages, with_js
 from tests.stack import eventually
 
@@ -27,20 +28,9 @@ class Facts:
 
 
 def setup_lesson(api: str, capacity: int = 3) -> tuple[str, str]:
-    student = f"s-{uuid4().hex[:10]}"
-    assert httpx.put(
-        f"{api}/students/{student}", json={"email": "a@b.org", "name": "A"}
-    ).is_success
-    response = httpx.post(
-        f"{api}/lessons",
-        json={
-            "title": "Crash",
-            "capacity": capacity,
-            "starts_at": "2026-12-01T10:00:00Z",
-        },
-    )
-    assert response.status_code == 201
-    return response.json()["lesson_id"], student
+    """A lesson and a student to enroll in it."""
+    with ClubClient(api) as club:
+        return club.lesson(capacity=capacity, title="Crash"), club.student()
 
 
 def statistics_row_exists(container: Container, lesson_id: str) -> bool:
@@ -54,12 +44,8 @@ def statistics_row_exists(container: Container, lesson_id: str) -> bool:
 
 
 def enroll(api: str, lesson_id: str, student: str, key: str) -> httpx.Response:
-    return httpx.post(
-        f"{api}/lessons/{lesson_id}/enrollments",
-        json={"student_id": student},
-        headers={"Idempotency-Key": key},
-        timeout=10,
-    )
+    with ClubClient(api, timeout=10) as club:
+        return club.enroll(lesson_id, student, key)
 
 
 def facts(container: Container, nats_url: str, lesson_id: str, key: str) -> Facts:

@@ -6,12 +6,13 @@ import asyncio
 import threading
 from uuid import uuid4
 
+import attrs
 import httpx
-import sqlalchemy as sa
 
 from application.contracts.mapping import published_envelopes
 from entrypoints.bootstrap import Container
-from projections import statistics
+from entrypoints.confirmed_totals import confirmed_totals as totals_of
+from tests.api_client import ClubClient
 from tests.faults.facts import setup_lesson
 from tests.integration.helpers import stream_messages, with_js
 
@@ -28,30 +29,27 @@ class Enroller(threading.Thread):
 
     def run(self) -> None:
         try:
-            with httpx.Client(base_url=self.api, timeout=10) as http:
+            with ClubClient(self.api, timeout=10) as club:
                 for n in range(self.count):
                     lesson_id, _ = self.lessons[n % len(self.lessons)]
-                    student = f"w-{uuid4().hex[:10]}"
-                    profile = {"email": "a@b.org", "name": "W"}
-                    http.put(f"/students/{student}", json=profile)
-                    key = str(uuid4())
-                    for _ in range(50):  # keep the key until there is an answer
-                        try:
-                            r = http.post(
-                                f"/lessons/{lesson_id}/enrollments",
-                                json={"student_id": student},
-                                headers={"Idempotency-Key": key},
-                            )
-                        except httpx.HTTPError:
-                            continue
-                        if r.status_code == 201:
-                            self.created += 1
-                            break
-                        assert r.status_code in (409, 503), r.text  # in flight, busy
-                    else:
-                        raise AssertionError(f"no answer for key {key}")
+                    self._enroll_until_answered(club, lesson_id, club.student())
         except BaseException as e:  # surfaced by the test, not lost in the thread
             self.error = e
+
+    def _enroll_until_answered(
+        self, club: ClubClient, lesson_id: str, student: str
+    ) -> None:
+        key = str(uuid4())
+        for _ in range(50):  # keep the key until there is an answer
+            try:
+                r = club.enroll(lesson_id, student, key)
+            except httpx.HTTPError:
+                continue
+            if r.status_code == 201:
+                self.created += 1
+                return
+            assert r.status_code in (409, 503), r.text  # in flight, busy
+        raise AssertionError(f"no answer for key {key}")
 
 
 def expected_event_ids(container: Container) -> list[str]:
@@ -68,15 +66,5 @@ def stream_event_ids(nats_url: str) -> list[str]:
 
 
 def confirmed_totals(container: Container) -> dict[str, int]:
-    """Confirmed enrollments in the event store (the truth) and in the projection."""
-    with container.engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT count(*) AS n FROM club_events "
-                "WHERE topic = 'domain.enrollment:Enrollment.Confirmed'"
-            )
-        ).scalar_one()
-        projected = conn.execute(
-            sa.select(sa.func.sum(statistics.lessons.c.confirmed))
-        ).scalar()
-    return {"store": rows, "projection": int(projected or 0)}
+    """As a dict, so that a failed comparison shows both counts."""
+    return attrs.asdict(totals_of(container))

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any, TypeVar
-from uuid import UUID, uuid4
 
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from adapters.nats.relay import Relay
+from adapters.nats.relay_drain import relay_all
 from adapters.nats.streams import EVENTS_STREAM, connect
-from application.commands import EnrollStudent, ScheduleLesson
-from domain.student import StudentProfile
-from entrypoints.bootstrap import Container
+from entrypoints.bootstrap import Container, build_relay
+from entrypoints.demo import lesson_with_enrollments
+from entrypoints.settings import Settings
+
+# One copy: the package's, re-exported for the tests that import them from here.
+__all__ = ["lesson_with_enrollments", "make_relay", "relay_all"]
 
 T = TypeVar("T")
+# build_relay publishes on the `js` it is handed and reads only the database URL from
+# its settings; the NATS URL is there because a role's settings always have one.
+UNUSED_NATS_URL = "nats://127.0.0.1:4222"
 
 
 def run(coro: Awaitable[T]) -> T:
@@ -38,46 +43,13 @@ async def with_js(
 
 
 def make_relay(
-    container: Container, js: JetStreamContext, url: str, **kw: Any
+    container: Container, js: JetStreamContext, url: str, **tuning: Any
 ) -> Relay:
-    return Relay(
-        recorder=container.app.recorder,
-        mapper=container.app.mapper,
-        engine=container.engine,
-        js=js,
-        listen_dsn=url,
-        **kw,
+    """The relay as the role builds it, on the test's database and connection."""
+    settings = Settings.from_env(
+        {"CLUB_DATABASE_URL": url, "CLUB_NATS_URL": UNUSED_NATS_URL}
     )
-
-
-async def relay_all(relay: Relay) -> None:
-    """Publish everything there is, then hand the lease to whoever relays next."""
-    while await relay.relay_once():
-        pass
-    assert relay.epoch is not None, "this relay never held the lease"
-    await relay.release()
-
-
-def lesson_with_enrollments(container: Container, enrollments: int) -> UUID:
-    app = container.app
-    lesson_id = app.schedule_lesson(
-        ScheduleLesson(
-            lesson_id=uuid4(),
-            title="Yoga",
-            capacity=max(enrollments, 1),
-            starts_at=datetime(2026, 12, 1, tzinfo=UTC),
-            price_cents=0,
-        )
-    )
-    for n in range(enrollments):
-        student = f"s-{uuid4().hex[:8]}-{n}"
-        container.students.save(
-            StudentProfile.create(student_id=student, email="a@b.org", name="A")
-        )
-        app.enroll(
-            EnrollStudent(lesson_id=lesson_id, student_id=student, request_id=student)
-        )
-    return lesson_id
+    return build_relay(settings, container, js, **tuning)
 
 
 async def stream_messages(js: JetStreamContext) -> list[Any]:

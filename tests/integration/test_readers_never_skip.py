@@ -6,10 +6,8 @@ would let a reader see id N+1 before id N commits, and skip N forever.
 
 from __future__ import annotations
 
-from tests.integration.helpers import lesson_with_enrollments
-from tests.integration.tailing import tail_while_writing
-
-WRITERS, PER_WRITER = 10, 15
+from adapters.postgres.tailing import PER_WRITER, WRITERS, tail_while_writing
+from entrypoints.demo import lesson_with_enrollments
 
 
 def test_ten_writers_two_tailing_readers(container) -> None:

@@ -1,7 +1,7 @@
 """Writers committing while readers tail the log: did any reader skip or go back?
 
-Shared by the readers-never-skip test (the event store as shipped) and the
-write-path benchmark, which runs it on the xid-horizon recorder it evaluates.
+The readers-never-skip check: the test runs it on the event store as shipped, the
+write-path benchmark on the xid-horizon recorder it evaluates.
 A position is whatever the log is ordered by: the notification id as shipped, or
 (transaction id, notification id) under the horizon.
 """
@@ -14,6 +14,7 @@ from typing import Any
 
 Position = Any  # comparable: int, or a tuple
 ReadAfter = Callable[[Position], Sequence[tuple[Position, int]]]
+WRITERS, PER_WRITER = 10, 15  # the check's size: enough to interleave on 2 cores
 
 
 def tail_while_writing(
@@ -22,7 +23,7 @@ def tail_while_writing(
     """Run `writers` threads of `write` and two tailing readers until both have
     read past the last commit. Returns the problems seen and each reader's ids."""
     done = threading.Event()
-    problems: list[str] = []
+    problems: list[str] = []  # filled from many threads: list.append is atomic
     seen: list[list[int]] = [[], []]
 
     def write_once() -> None:
