@@ -1,0 +1,129 @@
+"""Relay events/s into one server (1 replica) and into the three-node cluster
+(3 replicas), both `sync_interval: always`, from the same durable event store.
+
+`python -m bench.cluster_relay` (not part of `make bench`): runs alternate, so load
+from elsewhere on the machine falls on both alike; prints each and the medians, and
+writes bench/results/cluster.json. Figures are quoted in docs/scaling.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from uuid import uuid4
+
+from nats.js.errors import NotFoundError
+
+from adapters.embedded.cluster import EmbeddedNatsCluster
+from adapters.embedded.nats import EmbeddedNats
+from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.nats.relay import Relay
+from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
+from application.commands import EnrollStudent, ScheduleLesson
+from domain.student import StudentProfile
+from entrypoints import bootstrap
+
+ENROLLMENTS = 2000
+RUNS = 3
+RESULTS = Path(__file__).parent / "results" / "cluster.json"
+
+
+def fill(container: bootstrap.Container, enrollments: int) -> None:
+    app = container.app
+    lesson_id = app.schedule_lesson(
+        ScheduleLesson(
+            lesson_id=uuid4(),
+            title="Bench",
+            capacity=enrollments,
+            starts_at=datetime(2027, 1, 1, tzinfo=UTC),
+            price_cents=0,
+        )
+    )
+    for n in range(enrollments):
+        student = f"b-{n}"
+        container.students.save(
+            StudentProfile.create(student_id=student, email="a@b.org", name="B")
+        )
+        app.enroll(
+            EnrollStudent(lesson_id=lesson_id, student_id=student, request_id=student)
+        )
+
+
+async def relay_rate(
+    container: bootstrap.Container, database_url: str, nats_url: str, replicas: int
+) -> float:
+    nc = await connect(nats_url, name="bench-cluster")
+    js = nc.jetstream()
+    with contextlib.suppress(NotFoundError):  # absent is fine
+        await js.delete_stream(EVENTS_STREAM)
+    await ensure_streams(js, replicas)
+    # A lease of its own each run, so each run publishes the whole outbox again.
+    relay = Relay(
+        recorder=container.app.recorder,
+        mapper=container.app.mapper,
+        engine=container.engine,
+        js=js,
+        listen_dsn=database_url,
+        name=f"bench-{uuid4().hex[:6]}",
+    )
+    start = time.perf_counter()
+    await relay.try_acquire()
+    while await relay.relay_once():
+        pass
+    elapsed = time.perf_counter() - start
+    published = (await js.stream_info(EVENTS_STREAM)).state.messages
+    await relay.release()
+    await nc.close()
+    return published / elapsed
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="club-bench-cluster-"))
+    pg = EmbeddedPostgres(root / "pg", durable=True)
+    single = EmbeddedNats(root / "single", sync_always=True)
+    cluster = EmbeddedNatsCluster(root / "cluster")
+    brokers: dict[str, tuple[EmbeddedNats | EmbeddedNatsCluster, int]] = {
+        "1 server, 1 replica": (single, 1),
+        "3 nodes, 3 replicas": (cluster, 3),
+    }
+    rates: dict[str, list[float]] = {label: [] for label in brokers}
+    database_url = pg.start()
+    try:
+        single.start()
+        cluster.start()
+        bootstrap.migrate_database(database_url)
+        container = bootstrap.build(database_url, pool_size=4)
+        fill(container, ENROLLMENTS)
+        for _ in range(RUNS):
+            for label, (broker, replicas) in brokers.items():
+                rate = asyncio.run(
+                    relay_rate(container, database_url, broker.url, replicas)
+                )
+                rates[label].append(rate)
+                print(f"{label}: {rate:,.0f} events/s", file=sys.stderr)
+        container.close()
+    finally:
+        cluster.stop()
+        single.stop()
+        pg.stop()
+    summary = {
+        "events": ENROLLMENTS + 1,
+        "when": datetime.now(UTC).isoformat(),
+        "relay events/s": {
+            label: {"median": statistics.median(r), "min": min(r), "max": max(r)}
+            for label, r in rates.items()
+        },
+    }
+    RESULTS.write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
