@@ -153,3 +153,21 @@ def test_an_old_saga_resumed_after_a_takeover_charges_and_refunds_nothing_twice(
     ]
     assert world.lesson_seats(lesson_id) == (0, 1)
     assert old.poll() is None  # it was never killed: it lost only its claim
+
+
+def test_a_saga_killed_before_writing_the_next_deadline_is_taken_over_after_its_lease(
+    world_for: Any,
+) -> None:
+    """saga.after_step: the purchase advanced, its row still claimed by the dead."""
+    world: World = world_for("club-saga-crash-step-", CLUB_HOLD_SECONDS="60")
+    world.start("api", "relay", "payment")
+    world.start("saga", CLUB_CRASH_AT="saga.after_step")
+    lesson_id = world.lesson()
+    purchase_id = world.purchase(lesson_id)
+    assert world.stack.died("saga", timeout=30) == -signal.SIGKILL
+    world.start("saga")
+    world.until(purchase_id, "confirmed")  # after the 3 s lease ran out
+    assert world.lesson_seats(lesson_id) == (0, 1)
+    payment = world.payment_of(purchase_id)
+    assert payment is not None
+    assert (payment["status"], payment["refunds"]) == ("captured", [])

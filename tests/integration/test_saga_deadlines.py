@@ -13,7 +13,11 @@ from uuid import UUID, uuid4
 import sqlalchemy as sa
 
 from adapters.postgres.deadlines import SagaDeadlines
+from adapters.postgres.saga_feed import SagaFeed
 from adapters.postgres.tables import saga_deadlines
+from application.commands import ScheduleLesson
+from application.purchases import Purchases
+from domain.student import StudentProfile
 
 
 def two(container, lease: float = 30) -> tuple[SagaDeadlines, SagaDeadlines]:
@@ -99,3 +103,39 @@ def test_nothing_due_is_never_claimed(container) -> None:
     assert deadlines.release(claim, None)
     assert deadlines.claim(10) == []
     assert deadlines.due_at(pid) is None
+
+
+def test_a_reservation_nobody_nudged_is_found_in_the_notification_log(
+    container,
+) -> None:
+    """The API may die between the reservation's commit and its nudge."""
+    clear(container)
+    deadlines, _ = two(container)
+    feed = SagaFeed(container.engine, container.app.recorder, deadlines)
+    while feed.pump():  # what earlier tests left in the log
+        pass
+    clear(container)
+    lesson_id = uuid4()
+    container.app.schedule_lesson(
+        ScheduleLesson(
+            lesson_id=lesson_id,
+            title="Intensive",
+            capacity=3,
+            starts_at=datetime(2027, 1, 10, tzinfo=UTC),
+            price_cents=2500,
+        )
+    )
+    container.students.save(
+        StudentProfile.create(student_id="feed-ann", email="a@example.org", name="A")
+    )
+    view = Purchases(container.app).reserve(
+        lesson_id=lesson_id,
+        student_id="feed-ann",
+        request_id=uuid4().hex,
+        now=datetime.now(UTC),
+        hold_seconds=60,
+    )
+    assert deadlines.due_at(view.purchase_id) is None  # nobody nudged it
+    assert feed.pump() == 1
+    assert [c.purchase_id for c in deadlines.claim(10)] == [view.purchase_id]
+    assert feed.pump() == 0  # the position moved past it
