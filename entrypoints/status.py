@@ -19,9 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from adapters.nats.streams import connect
+from adapters.transient import TRANSIENT
 from entrypoints import capacity_cli
+from entrypoints.bootstrap import Container, build
 from entrypoints.chain_status import ChainStatus, as_json, read_chain
-from entrypoints.container import Container, build
+from entrypoints.masking import masked
 from entrypoints.settings import Settings
 
 
@@ -44,21 +46,49 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     status.set_defaults(run=status_command)
 
 
+CONNECT_BUDGET_S = 10.0  # an operator's look must answer, not wait for ever
+
+
+class UnreachableError(Exception):
+    """A server did not answer; the message names the setting to check."""
+
+
 def status_command(settings: Settings, args: argparse.Namespace) -> int:
     database_url, nats_url = settings.require_services()
-    container = build(database_url, pool_size=1)
+    container: Container | None = None
     try:
+        container = build(database_url, pool_size=1)  # connects: inside the try
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_show(settings, container, nats_url, args))
+    except UnreachableError as e:
+        sys.stderr.write(f"club status: {e}\n")
+        return 1
+    except TRANSIENT as e:
+        first_line = masked(str(e)).strip().splitlines()[:1] or [type(e).__name__]
+        sys.stderr.write(
+            f"club status: the database did not answer ({first_line[0]}); "
+            "check CLUB_DATABASE_URL and that PostgreSQL runs\n"
+        )
+        return 1
     finally:
-        container.close()
+        if container is not None:
+            container.close()
     return 0
 
 
 async def _show(
     settings: Settings, container: Container, nats_url: str, args: argparse.Namespace
 ) -> None:
-    nc = await connect(nats_url, name="club-status")
+    try:
+        nc = await asyncio.wait_for(
+            connect(nats_url, name="club-status"), CONNECT_BUDGET_S
+        )
+    except TimeoutError:
+        msg = (
+            f"NATS at {masked(nats_url)} did not answer within "
+            f"{CONNECT_BUDGET_S:.0f} s; check CLUB_NATS_URL and that the server runs"
+        )
+        raise UnreachableError(msg) from None
     js = nc.jetstream()
 
     async def read() -> ChainStatus:

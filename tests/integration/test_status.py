@@ -194,6 +194,21 @@ def test_club_status_refuses_a_bad_refresh_interval(migrated):
     assert "Traceback" not in refused.stderr
 
 
+def test_club_status_names_the_server_that_does_not_answer(migrated):
+    database_url, nats_url = migrated
+    no_nats = club((database_url, "nats://club:pw@127.0.0.1:1"), "status")
+    assert no_nats.returncode == 1
+    assert "NATS at nats://club:***@127.0.0.1:1 did not answer" in no_nats.stderr
+    assert "CLUB_NATS_URL" in no_nats.stderr
+    no_database = club(("postgresql://club:pw@127.0.0.1:1/club", nats_url), "status")
+    assert no_database.returncode == 1
+    assert "the database did not answer" in no_database.stderr
+    assert "CLUB_DATABASE_URL" in no_database.stderr
+    for answer in (no_nats, no_database):
+        assert "Traceback" not in answer.stderr
+        assert "pw@" not in answer.stderr + answer.stdout
+
+
 def test_after_a_worker_drains_the_backlog_it_is_on_time(migrated, container, sandbox):
     _, nats_url = migrated
     provider = HttpEmailProvider(sandbox.url, read_timeout_s=2.0)
