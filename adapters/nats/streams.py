@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import nats
@@ -20,7 +20,7 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 log = structlog.get_logger()
 
@@ -101,6 +101,7 @@ async def connect(url: str, name: str) -> Client:
 
 REPLICAS_VARIABLE = "CLUB_NATS_REPLICAS"
 MAX_REPLICAS = 5  # JetStream's own limit
+REPLICAS_UNSUPPORTED = 10074  # "replicas > 1 not supported in non-clustered mode"
 
 
 def configured_replicas(environ: Mapping[str, str] = os.environ) -> int | None:
@@ -118,6 +119,10 @@ def configured_replicas(environ: Mapping[str, str] = os.environ) -> int | None:
     return int(raw)
 
 
+class ReplicasRefusedError(ValueError):
+    """The broker cannot keep the streams on as many servers as configured."""
+
+
 async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> None:
     """Create or update Club's streams with `replicas` (else CLUB_NATS_REPLICAS).
     Unset, a new stream gets 1 and an existing one keeps its count, so a process
@@ -127,10 +132,27 @@ async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> N
         try:
             info = await js.stream_info(str(config.name))
         except NotFoundError:
-            await js.add_stream(_with_replicas(config, wanted or 1))
+            await _refused_as_config(js.add_stream(_with_replicas(config, wanted or 1)))
         else:
             kept = info.config.num_replicas or 1
-            await js.update_stream(_with_replicas(config, wanted or kept))
+            await _refused_as_config(
+                js.update_stream(_with_replicas(config, wanted or kept))
+            )
+
+
+async def _refused_as_config(request: Awaitable[object]) -> None:
+    # The server's refusal reads `ServerError()` in a traceback; name the setting.
+    try:
+        await request
+    except APIError as e:
+        if e.err_code != REPLICAS_UNSUPPORTED and "replica" not in str(e.description):
+            raise
+        msg = (
+            f"NATS cannot keep Club's streams with the replicas asked for "
+            f"({e.description}): on a single server unset {REPLICAS_VARIABLE} or "
+            f"set it to 1; for 3, run a JetStream cluster of at least 3 nodes"
+        )
+        raise ReplicasRefusedError(msg) from e
 
 
 def _with_replicas(config: StreamConfig, replicas: int) -> StreamConfig:
