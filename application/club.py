@@ -164,8 +164,9 @@ class ClubApplication(Application[UUID]):
         for attempt in range(MAX_ATTEMPTS):
             todo = [i for i in range(len(group)) if i not in done]
             lesson = self.get_lesson(lesson_id)
-            decided = self._decide_group(lesson, [group[i] for i in todo])
-            new, answers, outcomes = decided
+            new, answers, outcomes = self._decide_group(
+                lesson, [group[i] for i in todo]
+            )
             try:
                 if new:
                     self.save(lesson, *new, answers=answers)
