@@ -1,6 +1,9 @@
 """The chain's status on real PostgreSQL and NATS: a backlog of confirmation e-mails
 (no worker running) shows its count, its oldest age and a "late" verdict in
-`read_chain`, /ops/status and /metrics; after a worker drains it, "on time"."""
+`read_chain`, /ops/status and /metrics; after a worker drains it, "on time".
+
+The tests share the module's servers and run in file order: the backlog the first
+one makes is what the next ones show, until the drain test empties it."""
 
 from __future__ import annotations
 
@@ -196,8 +199,9 @@ def test_club_status_refuses_a_bad_refresh_interval(migrated):
 
 def test_club_status_names_the_server_that_does_not_answer(migrated):
     database_url, nats_url = migrated
-    no_nats = club((database_url, "nats://club:pw@127.0.0.1:1"), "status")
+    no_nats = club((database_url, "nats://club:pw@127.0.0.1:1"), "status", "--json")
     assert no_nats.returncode == 1
+    assert no_nats.stdout == ""  # the reconnect warnings go to stderr, not the JSON
     assert "NATS at nats://club:***@127.0.0.1:1 did not answer" in no_nats.stderr
     assert "CLUB_NATS_URL" in no_nats.stderr
     no_database = club(("postgresql://club:pw@127.0.0.1:1/club", nats_url), "status")
