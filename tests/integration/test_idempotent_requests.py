@@ -6,15 +6,14 @@ settled only by the key's uniqueness in the events' transaction."""
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 
-from application.commands import EnrollStudent, ScheduleLesson
+from application.commands import EnrollStudent
 from application.idempotency import Answer, KeyReusedError, Request
-from domain.student import StudentProfile
 from entrypoints import bootstrap
+from tests.builders import profile, schedule_lesson
 
 ROUNDS = 20
 
@@ -56,21 +55,12 @@ def race(processes, lesson_id, students: list[str], key: str) -> list[object]:
     return outcomes
 
 
-def lesson(container) -> object:
-    cmd = ScheduleLesson(
-        lesson_id=uuid4(),
-        title="Race",
-        capacity=50,
-        starts_at=datetime(2026, 12, 1, tzinfo=UTC),
-        price_cents=0,
-    )
-    return container.app.schedule_lesson(cmd)
+def lesson(container) -> UUID:
+    return schedule_lesson(container.app, capacity=50, title="Race")
 
 
 def test_the_same_request_raced_is_one_seat_and_one_answer(processes) -> None:
-    processes[0].students.save(
-        StudentProfile.create(student_id="ann", email="a@b.org", name="Ann")
-    )
+    processes[0].students.save(profile("ann"))
     lesson_id = lesson(processes[0])
     for _ in range(ROUNDS):
         first, second = race(processes, lesson_id, ["ann", "ann"], str(uuid4()))
@@ -81,9 +71,7 @@ def test_the_same_request_raced_is_one_seat_and_one_answer(processes) -> None:
 
 def test_one_key_raced_for_two_students_has_one_winner(processes) -> None:
     for name in ("bo", "cy"):
-        processes[0].students.save(
-            StudentProfile.create(student_id=name, email="a@b.org", name=name)
-        )
+        processes[0].students.save(profile(name, name=name))
     for _ in range(ROUNDS):
         lesson_id = lesson(processes[0])
         outcomes = race(processes, lesson_id, ["bo", "cy"], str(uuid4()))

@@ -1,6 +1,5 @@
 """The Club application on the in-memory (POPO) event store."""
 
-from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
@@ -10,13 +9,13 @@ from adapters.memory.students import InMemoryStudentDirectory
 from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from application.club import ClubApplication
-from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
+from application.commands import CancelEnrollment, EnrollStudent
 from application.errors import NotFoundError, UnknownStudentError
 from application.idempotency import Answer, KeyReusedError, Request
 from domain.errors import LessonFullError
 from domain.lesson import Lesson
-from domain.student import StudentProfile
 from entrypoints.bootstrap import migrate_database
+from tests.builders import enroll_command, profile, schedule_lesson
 
 
 @pytest.fixture(params=["popo", "postgres"])
@@ -24,9 +23,7 @@ def app(request: pytest.FixtureRequest) -> ClubApplication:
     """The same use cases in memory and on PostgreSQL."""
     students = InMemoryStudentDirectory()
     for n in range(5):
-        students.save(
-            StudentProfile.create(student_id=f"s-{n}", email="a@b.org", name="A")
-        )
+        students.save(profile(f"s-{n}"))
     if request.param == "popo":
         return ClubApplication(students=students, answers=InMemoryAnswerStore())
     url = request.getfixturevalue("database_url")
@@ -38,16 +35,7 @@ def app(request: pytest.FixtureRequest) -> ClubApplication:
 
 
 def schedule(app: ClubApplication, capacity: int = 2) -> Lesson:
-    lesson_id = app.schedule_lesson(
-        ScheduleLesson(
-            lesson_id=uuid4(),
-            title="Yoga",
-            capacity=capacity,
-            starts_at=datetime(2026, 12, 1, tzinfo=UTC),
-            price_cents=0,
-        )
-    )
-    return app.get_lesson(lesson_id)
+    return app.get_lesson(schedule_lesson(app, capacity=capacity))
 
 
 def test_enroll_saves_seat_and_enrollment_in_one_notification_batch(app) -> None:
@@ -110,15 +98,11 @@ def test_concurrent_enrollments_into_one_lesson_respect_capacity(app) -> None:
 
     lesson = schedule(app, capacity=5)
     for n in range(5, 40):
-        app.students.save(
-            StudentProfile.create(student_id=f"s-{n}", email="a@b.org", name="A")
-        )
+        app.students.save(profile(f"s-{n}"))
     outcomes: list[str] = []
 
     def enroll(n: int) -> None:
-        cmd = EnrollStudent(
-            lesson_id=lesson.id, student_id=f"s-{n}", request_id=f"k{n}"
-        )
+        cmd = enroll_command(lesson.id, f"s-{n}", f"k{n}")
         try:
             app.enroll(cmd)
             outcomes.append("confirmed")
@@ -145,13 +129,9 @@ def keyed(cmd: EnrollStudent) -> Request:
     return Request(scope="POST enroll", key=cmd.request_id, fingerprint=cmd.student_id)
 
 
-def enroll_cmd(lesson: Lesson, student_id: str, key: str) -> EnrollStudent:
-    return EnrollStudent(lesson_id=lesson.id, student_id=student_id, request_id=key)
-
-
 def test_a_repeated_request_is_answered_as_the_first_time(app) -> None:
     lesson = schedule(app)
-    cmd = enroll_cmd(lesson, "s-1", str(uuid4()))
+    cmd = enroll_command(lesson.id, "s-1", str(uuid4()))
     first = app.enroll_once(cmd, keyed(cmd), answer_for)
     again = app.enroll_once(cmd, keyed(cmd), answer_for)
     assert first == again
@@ -162,9 +142,9 @@ def test_a_repeated_request_is_answered_as_the_first_time(app) -> None:
 def test_the_same_key_for_another_student_is_refused(app) -> None:
     lesson = schedule(app)
     key = str(uuid4())
-    cmd = enroll_cmd(lesson, "s-1", key)
+    cmd = enroll_command(lesson.id, "s-1", key)
     app.enroll_once(cmd, keyed(cmd), answer_for)
-    other = enroll_cmd(lesson, "s-2", key)
+    other = enroll_command(lesson.id, "s-2", key)
     with pytest.raises(KeyReusedError):
         app.enroll_once(other, keyed(other), answer_for)
     assert app.get_lesson(lesson.id).seats_taken == 1
@@ -172,8 +152,8 @@ def test_the_same_key_for_another_student_is_refused(app) -> None:
 
 def test_a_refusal_is_replayed_even_after_a_seat_frees_up(app) -> None:
     lesson = schedule(app, capacity=1)
-    taken = app.enroll(enroll_cmd(lesson, "s-0", str(uuid4())))
-    cmd = enroll_cmd(lesson, "s-1", str(uuid4()))
+    taken = app.enroll(enroll_command(lesson.id, "s-0", str(uuid4())))
+    cmd = enroll_command(lesson.id, "s-1", str(uuid4()))
     refused = app.enroll_once(cmd, keyed(cmd), answer_for)
     assert refused.body == {"refused": "LessonFullError"}
     app.cancel_enrollment(CancelEnrollment(enrollment_id=taken.enrollment_id))

@@ -1,6 +1,7 @@
 """The Enrollment aggregate and the student profile rules."""
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from uuid import uuid4
 
@@ -15,22 +16,23 @@ from domain.errors import (
     TextLengthError,
 )
 from domain.student import StudentProfile
+from tests.unit.given import given, when
 
 LESSON = uuid4()
 
 
 def confirmed() -> Enrollment:
-    enrollment = Enrollment.confirm(
+    return Enrollment.confirm(
         enrollment_id=uuid4(), lesson_id=LESSON, student_id="s-1", request_id="key-1"
     )
-    enrollment.collect_events()
-    return enrollment
+
+
+def cancelled(reason: str) -> Callable[[Enrollment], object]:
+    return lambda enrollment: enrollment.cancel(reason=reason)
 
 
 def test_confirm_records_confirmed_with_the_request_id() -> None:
-    enrollment = Enrollment.confirm(
-        enrollment_id=uuid4(), lesson_id=LESSON, student_id="s-1", request_id="key-1"
-    )
+    enrollment = confirmed()
     [event] = enrollment.collect_events()
     assert isinstance(event, Enrollment.Confirmed)
     assert (event.lesson_id, event.student_id, event.request_id) == (
@@ -40,20 +42,19 @@ def test_confirm_records_confirmed_with_the_request_id() -> None:
 
 
 def test_cancel_records_cancelled_with_reason() -> None:
-    enrollment = confirmed()  # given
-    enrollment.cancel(reason="schedule clash")  # when
-    [cancelled] = enrollment.collect_events()  # then: one new fact
-    assert isinstance(cancelled, Enrollment.Cancelled)
-    assert cancelled.reason == "schedule clash"
-    assert (cancelled.lesson_id, cancelled.student_id) == (LESSON, "s-1")
+    enrollment = given(confirmed)
+    [event] = when(enrollment, cancelled("schedule clash"))  # then: one new fact
+    assert isinstance(event, Enrollment.Cancelled)
+    assert event.reason == "schedule clash"
+    assert (event.lesson_id, event.student_id) == (LESSON, "s-1")
     assert enrollment.status == "cancelled"
 
 
 def test_cancelling_twice_is_refused() -> None:
-    enrollment = confirmed()
-    enrollment.cancel(reason="first")
+    enrollment = given(confirmed, cancelled("first"))
     with pytest.raises(EnrollmentCancelledError):
-        enrollment.cancel(reason="second")
+        when(enrollment, cancelled("second"))
+    assert enrollment.collect_events() == []
 
 
 def test_profile_trims_and_keeps_a_valid_address() -> None:

@@ -1,10 +1,11 @@
 """The Lesson aggregate: given events, when a command, then new facts or an error."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
-from uuid import uuid4
+from uuid import UUID, uuid4
 
+import hypothesis
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from domain.errors import (
@@ -16,20 +17,43 @@ from domain.errors import (
     TextLengthError,
 )
 from domain.lesson import Lesson
+from tests.unit.given import given, replayed, when
 
 STARTS = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+UNTIL = STARTS - timedelta(days=1)  # a hold's expiry
 
 
-def scheduled(capacity: int = 2) -> Lesson:
-    lesson = Lesson.schedule(
+Step = Callable[[Lesson], object]  # a command: the fact it records is a given
+
+
+def scheduled(capacity: int = 2, price_cents: int = 0) -> Callable[[], Lesson]:
+    return lambda: Lesson.schedule(
         lesson_id=uuid4(),
         title="Yoga",
         capacity=capacity,
         starts_at=STARTS,
-        price_cents=0,
+        price_cents=price_cents,
     )
-    lesson.collect_events()
-    return lesson
+
+
+def seat_taken(student: str, enrollment_id: UUID | None = None) -> Step:
+    return lambda lesson: lesson.take_seat(
+        enrollment_id=enrollment_id or uuid4(), student_id=student
+    )
+
+
+def seat_released(enrollment_id: UUID) -> Step:
+    return lambda lesson: lesson.release_seat(enrollment_id=enrollment_id)
+
+
+def seat_held(student: str, purchase_id: UUID | None = None) -> Step:
+    return lambda lesson: lesson.hold_seat(
+        purchase_id=purchase_id or uuid4(), student_id=student, until=UNTIL
+    )
+
+
+def hold_released(purchase_id: UUID) -> Step:
+    return lambda lesson: lesson.release_hold(purchase_id=purchase_id)
 
 
 def test_schedule_records_scheduled_with_its_facts() -> None:
@@ -107,59 +131,50 @@ def test_schedule_keeps_a_start_inside_the_window_as_written(starts_at) -> None:
 
 
 def test_take_seat_records_seat_taken() -> None:
-    lesson = scheduled()
+    lesson = given(scheduled())
     enrollment_id = uuid4()
-    lesson.take_seat(enrollment_id=enrollment_id, student_id="s-1")
-    [event] = lesson.collect_events()
+    [event] = when(lesson, seat_taken("s-1", enrollment_id))
     assert isinstance(event, Lesson.SeatTaken)
     assert (event.enrollment_id, event.student_id) == (enrollment_id, "s-1")
     assert lesson.seats_taken == 1
 
 
 def test_full_lesson_refuses_another_seat_and_records_nothing() -> None:
-    lesson = scheduled(capacity=1)
-    lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
-    lesson.collect_events()
+    lesson = given(scheduled(capacity=1), seat_taken("s-1"))
     with pytest.raises(LessonFullError):
-        lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+        when(lesson, seat_taken("s-2"))
     assert lesson.collect_events() == []
     assert lesson.seats_taken == 1
 
 
 def test_a_student_holds_at_most_one_seat() -> None:
-    lesson = scheduled()
-    lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+    lesson = given(scheduled(), seat_taken("s-1"))
     with pytest.raises(AlreadyEnrolledError):
-        lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+        when(lesson, seat_taken("s-1"))
+    assert lesson.collect_events() == []
 
 
 def test_release_frees_the_seat_for_someone_else() -> None:
-    lesson = scheduled(capacity=1)
     first = uuid4()
-    lesson.take_seat(enrollment_id=first, student_id="s-1")
-    lesson.release_seat(enrollment_id=first)
-    lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    lesson = given(
+        scheduled(capacity=1), seat_taken("s-1", first), seat_released(first)
+    )
+    [event] = when(lesson, seat_taken("s-2"))
+    assert isinstance(event, Lesson.SeatTaken)
     assert lesson.seats_taken == 1
 
 
 def test_releasing_an_unknown_seat_records_nothing() -> None:
-    lesson = scheduled()
-    lesson.release_seat(enrollment_id=uuid4())
-    assert lesson.collect_events() == []
+    lesson = given(scheduled())
+    assert when(lesson, seat_released(uuid4())) == []
 
 
-@given(
+@hypothesis.given(
     capacity=st.integers(1, 5),
     commands=st.lists(st.tuples(st.booleans(), st.integers(0, 7)), max_size=40),
 )
 def test_seats_never_exceed_capacity_and_replay_equals_live(capacity, commands) -> None:
-    lesson = Lesson.schedule(
-        lesson_id=uuid4(),
-        title="Yoga",
-        capacity=capacity,
-        starts_at=STARTS,
-        price_cents=0,
-    )
+    lesson = scheduled(capacity)()
     held: dict[int, object] = {}
     for take, student in commands:
         if take:
@@ -172,19 +187,14 @@ def test_seats_never_exceed_capacity_and_replay_equals_live(capacity, commands) 
         elif student in held:
             lesson.release_seat(enrollment_id=held.pop(student))  # type: ignore[arg-type]
         assert lesson.seats_taken <= capacity
-    replayed = None
-    for event in lesson.collect_events():
-        replayed = event.mutate(replayed)
-    assert vars(replayed) == vars(lesson)
+    replayed(lesson)  # asserts that the replay equals the live aggregate
 
 
 def test_a_copied_lesson_takes_seats_without_touching_the_original() -> None:
     """The repository cache hands out deep copies; they must be independent."""
     import copy
 
-    original = scheduled(capacity=3)
-    original.take_seat(enrollment_id=uuid4(), student_id="s-1")
-    original.collect_events()
+    original = given(scheduled(capacity=3), seat_taken("s-1"))
     clone = copy.deepcopy(original)
     clone.take_seat(enrollment_id=uuid4(), student_id="s-2")
     assert (original.seats_taken, clone.seats_taken) == (1, 2)
@@ -193,14 +203,10 @@ def test_a_copied_lesson_takes_seats_without_touching_the_original() -> None:
     assert (original.version, clone.version) == (2, 3)
 
 
-UNTIL = STARTS - timedelta(days=1)
-
-
 def test_hold_seat_records_seat_held_and_counts_it() -> None:
-    lesson = scheduled()
+    lesson = given(scheduled())
     purchase_id = uuid4()
-    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
-    [event] = lesson.collect_events()
+    [event] = when(lesson, seat_held("s-1", purchase_id))
     assert isinstance(event, Lesson.SeatHeld)
     assert (event.purchase_id, event.student_id, event.until) == (
         purchase_id,
@@ -211,71 +217,67 @@ def test_hold_seat_records_seat_held_and_counts_it() -> None:
 
 
 def test_a_held_seat_is_not_taken_by_anyone_else() -> None:
-    lesson = scheduled(capacity=1)
-    lesson.hold_seat(purchase_id=uuid4(), student_id="s-1", until=UNTIL)
-    lesson.collect_events()
+    lesson = given(scheduled(capacity=1), seat_held("s-1"))
     with pytest.raises(LessonFullError):
-        lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+        when(lesson, seat_taken("s-2"))
     with pytest.raises(LessonFullError):
-        lesson.hold_seat(purchase_id=uuid4(), student_id="s-3", until=UNTIL)
+        when(lesson, seat_held("s-3"))
     assert lesson.collect_events() == []
 
 
 def test_a_student_with_a_hold_or_a_seat_gets_no_second_one() -> None:
-    lesson = scheduled(capacity=3)
-    lesson.hold_seat(purchase_id=uuid4(), student_id="s-1", until=UNTIL)
-    lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    lesson = given(scheduled(capacity=3), seat_held("s-1"), seat_taken("s-2"))
     with pytest.raises(AlreadyEnrolledError):
-        lesson.take_seat(enrollment_id=uuid4(), student_id="s-1")
+        when(lesson, seat_taken("s-1"))
     with pytest.raises(AlreadyEnrolledError):
-        lesson.hold_seat(purchase_id=uuid4(), student_id="s-2", until=UNTIL)
+        when(lesson, seat_held("s-2"))
+    assert lesson.collect_events() == []
 
 
 def test_a_released_hold_frees_the_seat_and_releasing_twice_records_nothing() -> None:
-    lesson = scheduled(capacity=1)
     purchase_id = uuid4()
-    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
-    lesson.release_hold(purchase_id=purchase_id)
-    lesson.collect_events()
-    lesson.release_hold(purchase_id=purchase_id)
-    assert lesson.collect_events() == []
-    lesson.take_seat(enrollment_id=uuid4(), student_id="s-2")
+    lesson = given(
+        scheduled(capacity=1), seat_held("s-1", purchase_id), hold_released(purchase_id)
+    )
+    assert when(lesson, hold_released(purchase_id)) == []
+    when(lesson, seat_taken("s-2"))
     assert (lesson.seats_held, lesson.seats_taken) == (0, 1)
 
 
 def test_convert_hold_turns_the_held_seat_into_a_taken_one() -> None:
-    lesson = scheduled(capacity=1)
     purchase_id, enrollment_id = uuid4(), uuid4()
-    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
-    lesson.collect_events()
-    lesson.convert_hold(purchase_id=purchase_id, enrollment_id=enrollment_id)
-    [event] = lesson.collect_events()
+    lesson = given(scheduled(capacity=1), seat_held("s-1", purchase_id))
+    [event] = when(
+        lesson,
+        lambda lesson: lesson.convert_hold(
+            purchase_id=purchase_id, enrollment_id=enrollment_id
+        ),
+    )
     assert isinstance(event, Lesson.HoldConverted)
     assert lesson.seats == {enrollment_id: "s-1"}
     assert (lesson.seats_held, lesson.seats_taken) == (0, 1)
 
 
 def test_converting_a_hold_that_is_gone_is_refused() -> None:
-    lesson = scheduled()
     purchase_id = uuid4()
-    lesson.hold_seat(purchase_id=purchase_id, student_id="s-1", until=UNTIL)
-    lesson.release_hold(purchase_id=purchase_id)
+    lesson = given(
+        scheduled(), seat_held("s-1", purchase_id), hold_released(purchase_id)
+    )
     with pytest.raises(SeatNotHeldError):
         lesson.convert_hold(purchase_id=purchase_id, enrollment_id=uuid4())
+    assert lesson.collect_events() == []
 
 
 def test_a_copied_lesson_holds_seats_without_touching_the_original() -> None:
     import copy
 
-    original = scheduled(capacity=3)
-    original.hold_seat(purchase_id=uuid4(), student_id="s-1", until=UNTIL)
-    original.collect_events()
+    original = given(scheduled(capacity=3), seat_held("s-1"))
     clone = copy.deepcopy(original)
     clone.hold_seat(purchase_id=uuid4(), student_id="s-2", until=UNTIL)
     assert (original.seats_held, clone.seats_held) == (1, 2)
 
 
-@given(
+@hypothesis.given(
     capacity=st.integers(1, 4),
     commands=st.lists(
         st.tuples(st.sampled_from(["take", "hold", "release", "convert"]),
@@ -286,10 +288,7 @@ def test_a_copied_lesson_holds_seats_without_touching_the_original() -> None:
 def test_taken_plus_held_never_exceed_capacity_and_replay_equals_live(
     capacity, commands
 ) -> None:
-    lesson = Lesson.schedule(
-        lesson_id=uuid4(), title="Yoga", capacity=capacity, starts_at=STARTS,
-        price_cents=100,
-    )  # fmt: skip
+    lesson = scheduled(capacity, price_cents=100)()
     holds: dict[int, object] = {}
     for command, student in commands:
         try:
@@ -311,7 +310,4 @@ def test_taken_plus_held_never_exceed_capacity_and_replay_equals_live(
         except (LessonFullError, AlreadyEnrolledError):
             pass
         assert lesson.seats_taken + lesson.seats_held <= capacity
-    replayed = None
-    for event in lesson.collect_events():
-        replayed = event.mutate(replayed)
-    assert vars(replayed) == vars(lesson)
+    replayed(lesson)  # asserts that the replay equals the live aggregate
