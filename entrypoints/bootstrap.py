@@ -136,6 +136,7 @@ class Runnable(Protocol):
 
 def build_api(settings: Settings, container: Container) -> ASGIApp:
     from entrypoints.http import create_app  # noqa: PLC0415 - FastAPI only for the API
+    from entrypoints.operator import OpsConfig  # noqa: PLC0415 - likewise
 
     return create_app(
         container,
@@ -144,6 +145,7 @@ def build_api(settings: Settings, container: Container) -> ASGIApp:
         data_dir=settings.data_dir,
         hold_seconds=settings.hold_seconds,
         webhook_secret=settings.payment_webhook_secret,
+        ops=OpsConfig.from_settings(settings),
     )
 
 

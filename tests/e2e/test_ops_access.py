@@ -15,8 +15,10 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute
 
+from entrypoints import bootstrap
 from entrypoints.http import create_app
 from entrypoints.operator import OpsConfig, require_operator
+from entrypoints.settings import Settings
 from tests.servers import scratch_dir
 from tests.stack import Stack
 
@@ -175,3 +177,14 @@ def test_club_api_serves_ops_status_with_the_token_it_was_started_with(migrated)
     assert shown.json()["delivery"]["promise_seconds"] == 10  # the default
     assert 'club_delivery_eta_seconds{queue="notifications"} 0.0' in metrics
     assert "club_relay_lag_events 0.0" in metrics
+
+
+def test_the_composition_root_hands_the_api_its_operator_settings() -> None:
+    settings = Settings.from_env(
+        {"CLUB_OPERATOR_TOKEN": TOKEN, "CLUB_PROMISE_SECONDS": "7"}
+    )
+    api = bootstrap.build_api(settings, SimpleNamespace(app=None))  # type: ignore[arg-type]
+    ops = inner_app(api).state.ops
+    assert ops == OpsConfig(
+        operator_token=TOKEN, promise_seconds=7, email_rate_per_s=100
+    )
