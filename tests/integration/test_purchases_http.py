@@ -14,6 +14,7 @@ from uuid import UUID, uuid4
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from prometheus_client import REGISTRY
 
 from adapters.postgres.tables import payment_webhooks, refused_webhooks, saga_deadlines
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, sign
@@ -87,6 +88,14 @@ def captured(purchase_id: str, event_id: str, payment_id: str = "pay_1") -> byte
 def count(container, table: sa.Table) -> int:
     with container.engine.connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar())
+
+
+def refusals(reason: str) -> float:
+    """The counter /metrics serves (the API's process is this one)."""
+    value = REGISTRY.get_sample_value(
+        "club_payment_webhooks_refused_total", {"reason": reason}
+    )
+    return value or 0.0
 
 
 def due_at(container, purchase_id: str) -> datetime | None:
@@ -177,6 +186,7 @@ def test_a_webhook_with_a_bad_signature_is_401_recorded_and_changes_nothing(
     purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
     body = captured(purchase_id, f"evt_{uuid4().hex}")
     before = count(container, refused_webhooks)
+    counted = refusals("bad-signature")
     if forgery == "no header":
         answer = api.post("/webhooks/payment", content=body)
     elif forgery == "another body":
@@ -193,6 +203,7 @@ def test_a_webhook_with_a_bad_signature_is_401_recorded_and_changes_nothing(
     assert answer.status_code == 401, answer.text
     assert answer.json()["type"] == "/problems/bad-signature"
     assert count(container, refused_webhooks) == before + 1
+    assert refusals("bad-signature") == counted + 1
     assert api.get(f"/purchases/{purchase_id}").json()["status"] == "reserved"
 
 
