@@ -1,0 +1,79 @@
+"""Under `club up` a purchase that completes on its own sends its e-mails: the real
+supervisor, saga, relay, notifications worker (as its own broker user, on the
+widened filter) and both sandboxes — one e-mail per event that asks for one."""
+
+from __future__ import annotations
+
+import time
+from uuid import uuid4
+
+import httpx
+
+from adapters.embedded.process import free_port
+from tests.e2e.test_club_up import club_up, ctrl_c, started
+from tests.servers import scratch_dir
+from tests.stack import eventually
+
+
+def test_a_paid_seat_sends_payment_received_and_access_granted_once() -> None:
+    data_dir = scratch_dir("club-up-purchase-mail-") / "data"
+    payments = f"http://127.0.0.1:{free_port()}"
+    mail = f"http://127.0.0.1:{free_port()}"
+    with club_up(
+        data_dir,
+        free_port(),
+        CLUB_PAYMENT_PROVIDER_URL=payments,
+        CLUB_EMAIL_PROVIDER_URL=mail,
+        CLUB_PAYMENT_WEBHOOK_SECRET="",  # the supervisor makes one
+    ) as (api, proc):
+        started(proc, lambda argv: argv[-1:] == ["saga"])
+        started(proc, lambda argv: argv[-1:] == ["notifications"])
+        lesson = httpx.post(
+            f"{api}/lessons",
+            json={
+                "title": "Intensive",
+                "capacity": 2,
+                "starts_at": "2027-01-10T10:00:00Z",
+                "price_cents": 4900,
+            },
+            timeout=10,
+        ).json()
+        student_id = f"s-{uuid4().hex[:10]}"
+        address = f"{student_id}@example.org"
+        httpx.put(
+            f"{api}/students/{student_id}",
+            json={"email": address, "name": "Ann"},
+            timeout=10,
+        )
+
+        def reserved() -> httpx.Response | None:
+            answer = httpx.post(
+                f"{api}/lessons/{lesson['lesson_id']}/purchases",
+                json={"student_id": student_id},
+                headers={"Idempotency-Key": "paid-seat"},
+                timeout=10,
+            )
+            return answer if answer.status_code == 201 else None
+
+        purchase = eventually(reserved, timeout=30, interval=0.5).json()
+        path = f"{api}/purchases/{purchase['purchase_id']}"
+        eventually(
+            lambda: httpx.get(path, timeout=5).json()["status"] == "confirmed",
+            timeout=60,
+        )
+
+        def subjects() -> list[str]:
+            listing = httpx.get(f"{mail}/messages", timeout=5).json()["messages"]
+            return sorted(m["subject"] for m in listing if m["to"] == address)
+
+        expected = sorted(
+            [
+                "Payment received: Intensive",
+                "Your seat is confirmed: Intensive",
+                "You are enrolled: Intensive",  # the enrollment's own e-mail
+            ]
+        )
+        eventually(lambda: subjects() == expected, timeout=60, interval=0.5)
+        time.sleep(2)  # a duplicate sent late would show up here
+        assert subjects() == expected
+        ctrl_c(proc)
