@@ -335,3 +335,41 @@ def test_consent_to_a_full_lesson_is_409_and_the_offer_stands(api, container) ->
     assert (
         api.get(f"/purchases/{purchase_id}").json()["status"] == "alternative_offered"
     )
+
+
+def test_the_purchase_routes_are_in_the_openapi_document_with_their_problems(
+    api,
+) -> None:
+    spec = api.get("/openapi.json").json()
+    ops = {
+        op["operationId"]: op
+        for item in spec["paths"].values()
+        for op in item.values()
+        if isinstance(op, dict) and "operationId" in op
+    }
+    expected = {
+        "reserve_purchase": {"400", "404", "409", "413", "422", "503"},
+        "get_purchase": {"404", "422", "503"},
+        "accept_alternative": {"404", "409", "413", "422", "503"},
+        "payment_webhook": {"401", "413", "422", "503"},
+    }
+    for operation_id, statuses in expected.items():
+        responses = ops[operation_id]["responses"]
+        assert statuses <= set(responses), operation_id
+        for status in statuses:
+            assert set(responses[status]["content"]) == {"application/problem+json"}
+    links = ops["reserve_purchase"]["responses"]["201"]["links"]
+    assert {link["operationId"] for link in links.values()} == {
+        "get_purchase",
+        "accept_alternative",
+    }
+    key = next(
+        p
+        for p in ops["reserve_purchase"]["parameters"]
+        if p["name"] == "Idempotency-Key"
+    )
+    assert key["required"] is True
+    signature = next(
+        p for p in ops["payment_webhook"]["parameters"] if p["name"] == "Club-Signature"
+    )
+    assert signature["required"] is True
