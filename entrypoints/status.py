@@ -148,6 +148,7 @@ def _verdict(delivery: dict[str, Any]) -> Text:
         f"{delivery['service_per_s']:.2f}/s served ({rate} in the last "
         f"{_s(delivery['rate_window_seconds'])}); drains "
         + ("never" if drain is None else f"in {_s(drain)}")
+        + ("" if delivery["service_measured"] else " at the assumed rate")
     )
     if delivery["stalled"]:
         text.append("\nNothing finished while work waits: is a worker running?")

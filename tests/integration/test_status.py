@@ -183,6 +183,7 @@ def test_club_status_prints_the_backlog_and_the_late_verdict(migrated):
     assert "outbox (stored, unpublished)" in shown.stdout
     assert "work class notifications" in shown.stdout
     assert "is a worker running?" in shown.stdout
+    assert "at the assumed rate" in shown.stdout
     as_document = club(migrated, "status", "--json")
     assert as_document.returncode == 0, as_document.stderr
     document = json.loads(as_document.stdout)
