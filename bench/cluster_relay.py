@@ -26,34 +26,12 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.nats.relay import Relay
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
-from application.commands import EnrollStudent, ScheduleLesson
-from domain.student import StudentProfile
 from entrypoints import bootstrap
+from entrypoints.demo import lesson_with_enrollments
 
 ENROLLMENTS = 2000
 RUNS = 3
 RESULTS = Path(__file__).parent / "results" / "cluster.json"
-
-
-def fill(container: bootstrap.Container, enrollments: int) -> None:
-    app = container.app
-    lesson_id = app.schedule_lesson(
-        ScheduleLesson(
-            lesson_id=uuid4(),
-            title="Bench",
-            capacity=enrollments,
-            starts_at=datetime(2027, 1, 1, tzinfo=UTC),
-            price_cents=0,
-        )
-    )
-    for n in range(enrollments):
-        student = f"b-{n}"
-        container.students.save(
-            StudentProfile.create(student_id=student, email="a@b.org", name="B")
-        )
-        app.enroll(
-            EnrollStudent(lesson_id=lesson_id, student_id=student, request_id=student)
-        )
 
 
 async def relay_rate(
@@ -100,7 +78,7 @@ def main() -> None:
         cluster.start()
         bootstrap.migrate_database(database_url)
         container = bootstrap.build(database_url, pool_size=4)
-        fill(container, ENROLLMENTS)
+        lesson_with_enrollments(container, ENROLLMENTS)
         for _ in range(RUNS):
             for label, (broker, replicas) in brokers.items():
                 rate = asyncio.run(

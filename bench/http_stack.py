@@ -12,14 +12,13 @@ import importlib.util
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import attrs
-import httpx
 
 from adapters.embedded.process import free_port
+from adapters.embedded.readiness import wait_ready
 from entrypoints.api_workers import api_workers
 
 APP = "entrypoints.asgi:create_app"
@@ -82,7 +81,7 @@ def api_process(
     )  # fmt: skip
     try:
         base = f"http://127.0.0.1:{port}"
-        _wait_ready(base, proc)
+        wait_ready(base, 60, process=proc)
         yield base
     finally:
         proc.terminate()
@@ -91,17 +90,3 @@ def api_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def _wait_ready(base: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the API exited with {proc.returncode}: {proc.args}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{base} not ready within {timeout}s")
