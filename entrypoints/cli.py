@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from adapters.crash import check_crash_setting
-from adapters.nats.streams import CredentialsRefusedError
+from adapters.nats.streams import CredentialsRefusedError, ReplicasSettingError
 from entrypoints import bootstrap, demo, dlq, maintenance, status
 from entrypoints.masking import mask_log_event, masked
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         _check_crash_setting()
         settings = Settings.from_env()
         return int(args.run(settings, args) or 0)
-    except ConfigError as e:
+    except (ConfigError, ReplicasSettingError) as e:
         print(f"club: {masked(str(e))}", file=sys.stderr)
         return 2
     except CredentialsRefusedError:

@@ -99,6 +99,10 @@ async def connect(url: str, name: str) -> Client:
     return connecting.result()
 
 
+class ReplicasSettingError(ValueError):
+    """CLUB_NATS_REPLICAS is not a count the broker can keep; says how to fix it."""
+
+
 REPLICAS_VARIABLE = "CLUB_NATS_REPLICAS"
 MAX_REPLICAS = 5  # JetStream's own limit
 REPLICAS_UNSUPPORTED = 10074  # "replicas > 1 not supported in non-clustered mode"
@@ -115,11 +119,11 @@ def configured_replicas(environ: Mapping[str, str] = os.environ) -> int | None:
             f"{REPLICAS_VARIABLE}={raw!r} must be a whole number from 1 to "
             f"{MAX_REPLICAS}: 1 for a single NATS server, 3 for a three-node cluster"
         )
-        raise ValueError(msg)
+        raise ReplicasSettingError(msg)
     return int(raw)
 
 
-class ReplicasRefusedError(ValueError):
+class ReplicasRefusedError(ReplicasSettingError):
     """The broker cannot keep the streams on as many servers as configured."""
 
 

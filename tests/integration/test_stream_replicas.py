@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
 
 import pytest
 from nats.js.errors import NotFoundError
@@ -16,6 +19,7 @@ from adapters.nats.streams import (
     ensure_streams,
 )
 from tests.servers import scratch_dir
+from tests.stack import club_env
 
 
 async def _ensure(url: str, replicas: int | None) -> None:
@@ -38,19 +42,45 @@ async def _replicas(url: str) -> int | None:
     return info.config.num_replicas
 
 
-def test_three_replicas_on_one_server_are_refused_with_the_fix_named() -> None:
+@pytest.fixture(scope="module")
+def single() -> Iterator[EmbeddedNats]:
+    """A server of our own: CLUB_NATS_URL may name a cluster, where 3 would work."""
     server = EmbeddedNats(scratch_dir("club-test-replicas-"), sync_always=False)
     server.start()
-    try:
-        with pytest.raises(ReplicasRefusedError) as refused:
-            asyncio.run(_ensure(server.url, 3))
-        assert f"unset {REPLICAS_VARIABLE} or set it to 1" in str(refused.value)
-        assert "non-clustered" in str(refused.value)  # the server's own words
-        assert asyncio.run(_replicas(server.url)) is None  # nothing half made
-        asyncio.run(_ensure(server.url, None))
-        assert asyncio.run(_replicas(server.url)) == 1
-        with pytest.raises(ReplicasRefusedError):  # an update is refused alike
-            asyncio.run(_ensure(server.url, 3))
-        assert asyncio.run(_replicas(server.url)) == 1
-    finally:
-        server.stop()
+    yield server
+    server.stop()
+
+
+def test_three_replicas_on_one_server_are_refused_with_the_fix_named(
+    single: EmbeddedNats,
+) -> None:
+    with pytest.raises(ReplicasRefusedError) as refused:
+        asyncio.run(_ensure(single.url, 3))
+    assert f"unset {REPLICAS_VARIABLE} or set it to 1" in str(refused.value)
+    assert "non-clustered" in str(refused.value)  # the server's own words
+    assert asyncio.run(_replicas(single.url)) is None  # nothing half made
+    asyncio.run(_ensure(single.url, None))
+    assert asyncio.run(_replicas(single.url)) == 1
+    with pytest.raises(ReplicasRefusedError):  # an update is refused alike
+        asyncio.run(_ensure(single.url, 3))
+    assert asyncio.run(_replicas(single.url)) == 1
+
+
+@pytest.mark.parametrize(
+    ("replicas", "answer"),
+    [
+        ("three", "CLUB_NATS_REPLICAS='three' must be a whole number from 1 to 5"),
+        ("3", "on a single server unset CLUB_NATS_REPLICAS or set it to 1"),
+    ],
+)
+def test_club_migrate_says_what_to_fix_and_exits_2(
+    single: EmbeddedNats, database_url: str, replicas: str, answer: str
+) -> None:
+    env = club_env(database_url, single.url, CLUB_NATS_REPLICAS=replicas)
+    migrate = subprocess.run(
+        [sys.executable, "-m", "entrypoints.cli", "migrate"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert migrate.returncode == 2, migrate.stderr
+    assert answer in migrate.stderr
+    assert "Traceback" not in migrate.stderr
