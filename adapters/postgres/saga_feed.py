@@ -57,17 +57,23 @@ class SagaFeed:
         return found or 0
 
     def pump(self) -> int:
-        """Nudge the purchases of one batch of new events; returns how many events."""
+        """Nudge the purchases of one batch of new events; returns how many events.
+
+        The position moves past what was scanned even when nothing matched, so a
+        long run of enrollments is read once, not at every poll."""
         after = self.position()
+        newest = self._recorder.max_notification_id() or 0
+        if newest <= after:
+            return 0
         notifications = self._recorder.select_notifications(
             start=after,
             limit=self._batch_size,
+            stop=newest,
             topics=WAKING_TOPICS,
             inclusive_of_start=False,
         )
-        if not notifications:
-            return 0
-        newest = notifications[-1].id
+        if len(notifications) == self._batch_size:
+            newest = notifications[-1].id  # more may match after this batch
         woken = sorted({UUID(str(n.originator_id)) for n in notifications})
         with self._engine.begin() as conn:
             self._deadlines.nudge(conn, woken)

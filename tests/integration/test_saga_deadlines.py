@@ -139,3 +139,23 @@ def test_a_reservation_nobody_nudged_is_found_in_the_notification_log(
     assert feed.pump() == 1
     assert [c.purchase_id for c in deadlines.claim(10)] == [view.purchase_id]
     assert feed.pump() == 0  # the position moved past it
+
+
+def test_the_feed_moves_past_events_that_wake_nobody(container) -> None:
+    """A long run of enrollments after the last purchase is scanned once."""
+    deadlines, _ = two(container)
+    feed = SagaFeed(container.engine, container.app.recorder, deadlines)
+    while feed.pump():
+        pass
+    for _ in range(3):
+        container.app.schedule_lesson(
+            ScheduleLesson(
+                lesson_id=uuid4(),
+                title="Yoga",
+                capacity=3,
+                starts_at=datetime(2027, 1, 10, tzinfo=UTC),
+                price_cents=0,
+            )
+        )
+    assert feed.pump() == 0
+    assert feed.position() == container.app.recorder.max_notification_id()
