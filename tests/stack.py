@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -11,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from adapters.embedded.process import free_port
+from adapters.embedded.readiness import wait_ready
+from entrypoints.role_env import role_env
 
 ROLES: dict[str, tuple[str, ...]] = {
     "api": ("api",),
@@ -49,15 +48,12 @@ WEBHOOK_SECRET = "whsec_stack_0123456789"  # noqa: S105 - a test secret
 def club_env(database_url: str, nats_url: str, **extra: str) -> dict[str, str]:
     """A role's environment: this machine's, less its CLUB_* settings; the e-mail
     sandbox on a port of its own, so that tests running at once never share one."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLUB_")}
     ours = {
-        "CLUB_DATABASE_URL": database_url,
-        "CLUB_NATS_URL": nats_url,
         "CLUB_EMAIL_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
         "CLUB_PAYMENT_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
         "CLUB_PAYMENT_WEBHOOK_SECRET": WEBHOOK_SECRET,
     }
-    return env | ours | extra
+    return role_env(database_url, nats_url, **(ours | extra))
 
 
 class Stack:
@@ -130,18 +126,6 @@ class Stack:
     def stop_all(self) -> None:
         for name in list(self.procs):
             self.stop(name)
-
-
-def wait_ready(base: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"{base} not ready within {timeout}s")
 
 
 def eventually(
