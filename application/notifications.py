@@ -45,7 +45,7 @@ from application.errors import NotFoundError
 from application.notification_kind import PURCHASE_KINDS, Kind
 from application.ports import StudentDirectory
 from application.purchase_emails import (
-    PurchaseFacts,
+    PurchaseLookup,
     PurchaseNotice,
     purchase_notice,
     purchase_text,
@@ -214,7 +214,7 @@ class Notifier:
         provider: EmailProvider,
         students: StudentDirectory,
         lessons: Callable[[UUID], LessonFacts],
-        purchases: Callable[[UUID], PurchaseFacts],
+        purchases: PurchaseLookup,
         policy: RetryPolicy | None = None,
     ) -> None:
         self._store = store
@@ -230,6 +230,10 @@ class Notifier:
                 request = self._resolve(request)
             except NotFoundError as error:  # a forged event: nobody to write to
                 return GiveUp(f"no such purchase: {error}")
+        elif request.kind is Kind.CONFIRMATION and self._purchases.bought(
+            request.enrollment_id
+        ):
+            return Done()  # a bought seat: its access-granted e-mail says it all
         found = self._store.open(request)
         if found.state is State.SENT:
             return Done()  # a redelivery after the commit, before the ack
@@ -244,7 +248,7 @@ class Notifier:
 
     def _resolve(self, notice: PurchaseNotice) -> NotificationRequest:
         """The purchase's student and lesson, read now (the event has neither)."""
-        facts = self._purchases(notice.purchase_id)
+        facts = self._purchases.facts(notice.purchase_id)
         amount = notice.amount_cents
         if notice.kind is Kind.REFUNDED:
             amount = facts.refund_cents  # Refunded names the refund, not the sum

@@ -40,8 +40,20 @@ from application.purchase_emails import PurchaseFacts, PurchaseNotice
 from domain.student import StudentProfile
 from tests.contracts.test_published_events import EXAMPLES, load
 
-# The purchases the notifier can look up, by id (what the event store would say).
+# The purchases the notifier can look up, by id (what the event store would say),
+# and the enrollments that are purchases' seats.
 PURCHASES: dict[UUID, PurchaseFacts] = {}
+BOUGHT: set[UUID] = set()
+
+
+class KnownPurchases:
+    def facts(self, purchase_id: UUID) -> PurchaseFacts:
+        if purchase_id not in PURCHASES:
+            raise NotFoundError("purchase", purchase_id)
+        return PURCHASES[purchase_id]
+
+    def bought(self, enrollment_id: UUID) -> bool:
+        return enrollment_id in BOUGHT
 
 
 class ScriptedProvider:
@@ -109,15 +121,9 @@ def notifier(provider, store, students) -> Notifier:
         lessons=lambda _: LessonFacts(
             title="Yoga", starts_at=datetime(2026, 12, 1, 10, tzinfo=UTC)
         ),
-        purchases=find_purchase,
+        purchases=KnownPurchases(),
         policy=RetryPolicy(max_attempts=3, first_delay=1.0, max_delay=8.0),
     )
-
-
-def find_purchase(purchase_id: UUID) -> PurchaseFacts:
-    if purchase_id not in PURCHASES:
-        raise NotFoundError("purchase", purchase_id)
-    return PURCHASES[purchase_id]
 
 
 def request(student_id: str = "ann", **changes) -> NotificationRequest:
@@ -368,3 +374,17 @@ def test_an_email_for_a_purchase_never_recorded_is_dead_lettered(
     assert f"purchase {forged.purchase_id} does not exist" in outcome.reason
     assert provider.sends == 0
     assert store.rows == {}
+
+
+def test_a_bought_seat_gets_no_second_confirmation(
+    notifier: Notifier, provider: ScriptedProvider, store: InMemoryNotificationStore
+) -> None:
+    """Its PurchaseConfirmed e-mail ("your seat is confirmed") already said it."""
+    seat = uuid4()
+    BOUGHT.add(seat)
+    assert notifier.handle(request(enrollment_id=seat)) == Done()
+    assert provider.sends == 0
+    assert store.rows == {}
+    cancelled = request(enrollment_id=seat, kind=Kind.CANCELLATION)
+    assert notifier.handle(cancelled) == Done()  # a cancellation is news: sent
+    assert provider.sends == 1
