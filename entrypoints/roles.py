@@ -175,7 +175,19 @@ async def _serve(
     try:
         runnable = build(settings, container, nc.jetstream())
         log.info("role.started", role=" ".join(role.argv))
-        await runnable.run(stop)
+        await _run_until_stopped(runnable, stop)
     finally:
         await nc.close()
         container.close()
+
+
+async def _run_until_stopped(runnable: bootstrap.Runnable, stop: asyncio.Event) -> None:
+    """A passing failure that escapes the role's own loop — a durable made at start
+    while the broker elects a leader times out — is waited out, not fatal."""
+    backoff = Backoff(cap=5.0)
+    while not stop.is_set():
+        try:
+            await runnable.run(stop)
+        except TRANSIENT as e:
+            log.warning("role.retry", error=repr(e))
+            await backoff.wait()
