@@ -19,6 +19,7 @@ from adapters.providers.email_http import HttpEmailProvider
 from application.commands import EnrollStudent, ScheduleLesson
 from application.contracts.envelope import Envelope
 from application.notifications import provider_key, request_for
+from application.purchase_emails import purchase_facts_from
 from application.purchases import Purchases, enrollment_id_of
 from domain.student import StudentProfile
 from entrypoints import work_classes
@@ -178,3 +179,29 @@ def test_migrate_moves_an_existing_durable_to_the_wider_filter(migrated) -> None
         return info.config.filter_subject
 
     assert asyncio.run(with_js(nats_url, body)) == "club.events.>"
+
+
+def test_the_lookup_knows_a_bought_seat_from_a_plain_enrollment(container) -> None:
+    """On PostgreSQL: a purchase's seat and a consented alternative's seat are
+    bought; a direct enrollment and an unknown id are not."""
+    tag = uuid4().hex[:8]
+    ids = run_the_three_purchases(container, tag)
+    app, purchases = container.app, Purchases(container.app)
+    other = app.schedule_lesson(
+        ScheduleLesson(
+            lesson_id=uuid4(), title="Other", capacity=1,
+            starts_at=datetime(2026, 12, 2, 10, tzinfo=UTC), price_cents=PRICE,
+        )
+    )  # fmt: skip
+    late = datetime.now(UTC) + timedelta(seconds=901)
+    bob = ids["bob"]  # expired: his payment arrives late, he takes the other seat
+    purchases.record_payment_captured(bob, payment_id=f"pay-{bob}", amount_cents=PRICE)
+    purchases.offer_alternative(bob, offer_expires_at=late + timedelta(days=1))
+    moved = purchases.accept_alternative(bob, lesson_id=other, now=late)
+    assert moved.alternative_purchase_id is not None
+    lookup = purchase_facts_from(app)
+    assert lookup.bought(enrollment_id_of(ids["ann"]))
+    assert lookup.bought(enrollment_id_of(moved.alternative_purchase_id))
+    assert not lookup.bought(ids["dan"])
+    assert not lookup.bought(uuid4())
+    assert lookup.facts(ids["ann"]).student_id == f"ann-{tag}"
