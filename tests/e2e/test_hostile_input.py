@@ -13,6 +13,7 @@ from uuid import uuid4
 import httpx
 import pytest
 
+from tests.api_client import ClubClient
 from tests.stack import eventually
 
 JSON = {"content-type": "application/json"}
@@ -89,13 +90,8 @@ def test_a_student_the_database_cannot_store_is_422(api, student_id, profile) ->
 
 
 def test_an_enrollment_for_a_student_id_with_a_newline_is_422(api) -> None:
-    lesson_id = post_lesson(api).json()["lesson_id"]
-    response = httpx.post(
-        f"{api}/lessons/{lesson_id}/enrollments",
-        json={"student_id": "ann\n"},
-        headers={"Idempotency-Key": str(uuid4())},
-        timeout=30,
-    )
+    with ClubClient(api) as club:
+        response = club.enroll(club.lesson(), "ann\n")
     assert_problem(response)
 
 
@@ -133,12 +129,8 @@ def test_odd_but_storable_input_reaches_both_read_models(
     put = httpx.put(f"{api}/students/{student_id}", json=profile, timeout=30)
     assert put.status_code == 200, put.text
     assert put.json()["email"] == "ann@example.org"
-    enrolled = httpx.post(
-        f"{api}/lessons/{lesson_id}/enrollments",
-        json={"student_id": student_id},
-        headers={"Idempotency-Key": str(uuid4())},
-        timeout=30,
-    )
+    with ClubClient(api) as club:
+        enrolled = club.enroll(lesson_id, student_id)
     assert enrolled.status_code == 201, enrolled.text
 
     row = eventually(
