@@ -18,6 +18,7 @@ from nats.js import JetStreamContext
 from adapters.nats.dlq_metrics import DlqHop, dlq_hops
 from adapters.nats.status import ConsumerHop, StreamSize, consumer_hops, stream_sizes
 from adapters.postgres.status import (
+    RATE_WINDOW_S,
     DeadlinesHop,
     OutboxHop,
     PostgresStatus,
@@ -83,6 +84,7 @@ async def read_chain(
     promise_seconds: float,
     configured_service_per_s: float,
     detail: bool = True,
+    rate_window_seconds: float = RATE_WINDOW_S,
 ) -> ChainStatus:
     """`detail=False` (a /metrics scrape) skips what no gauge shows and a large
     table makes slow: notification states and store sizes."""
@@ -97,7 +99,7 @@ async def read_chain(
         lambda: (
             database.outbox(),
             database.notification_states() if detail else [],
-            database.rates(),
+            database.rates(rate_window_seconds),
             database.store_sizes() if detail else {},
             database.projection_positions(),
             database.saga_deadlines(),
