@@ -60,7 +60,9 @@ def states(container) -> dict[str, int]:
 
 
 class Killer(threading.Thread):
-    """SIGKILLs one of the workers every 0.2-0.8 s and starts it again."""
+    """SIGKILLs one of the workers every 1-2.5 s and starts it again: long enough
+    for a restarted worker to get back to work on a loaded machine, short enough to
+    land in the middle of sends."""
 
     def __init__(self, stack: Stack, names: list[str]) -> None:
         super().__init__(daemon=True)
@@ -70,7 +72,7 @@ class Killer(threading.Thread):
         self.rng = random.Random(0xC1B)
 
     def run(self) -> None:
-        while not self.stop.wait(self.rng.uniform(0.2, 0.8)):
+        while not self.stop.wait(self.rng.uniform(1.0, 2.5)):
             name = self.rng.choice(self.names)
             self.stack.kill(name)
             self.kills += 1
@@ -89,13 +91,13 @@ def test_workers_killed_at_random_send_every_email_exactly_once(
     workload = Enroller(stack.base, count=ENROLLMENTS)
     workload.start()
     workload.join(180)
-    eventually(lambda: states(container).get("sent", 0) >= ENROLLMENTS // 2, 120)
+    eventually(lambda: killer.kills >= 5, timeout=60)
     killer.stop.set()
     killer.join()
     assert workload.error is None
     assert workload.created == ENROLLMENTS
     assert killer.kills >= 5
-    eventually(lambda: states(container) == {"sent": ENROLLMENTS}, timeout=120)
+    eventually(lambda: states(container) == {"sent": ENROLLMENTS}, timeout=180)
     assert accepted(sandbox) - before == ENROLLMENTS  # one e-mail per enrollment
     for name in workers:
         stack.stop(name)
