@@ -67,10 +67,13 @@ def _migrate(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
-def _api(settings: Settings, _: argparse.Namespace) -> int:
+def _api(settings: Settings, args: argparse.Namespace) -> int:
+    from entrypoints.api_workers import api_workers
     from entrypoints.roles import run_api
 
-    run_api(settings)
+    chosen = None if args.workers is None else str(args.workers)
+    workers = None if chosen is None else api_workers({"CLUB_API_WORKERS": chosen})
+    run_api(settings, workers)
     return 0
 
 
@@ -150,7 +153,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="tables, streams and consumers").set_defaults(
         run=_migrate
     )
-    sub.add_parser("api", help="the HTTP API").set_defaults(run=_api)
+    api = sub.add_parser("api", help="the HTTP API")
+    api.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="API processes on one port (default: CLUB_API_WORKERS, else 1)",
+    )
+    api.set_defaults(run=_api)
     relay = sub.add_parser("relay", help="outbox -> JetStream")
     relay.set_defaults(run=_relay)
     relay_sub = relay.add_subparsers(required=False, metavar="ACTION")
