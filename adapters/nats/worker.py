@@ -185,7 +185,9 @@ class Worker:
                 await _quietly(msg.nak(delay=POISON_DELAY_S * 2 ** (delivered - 1)))
             return
         match outcome:
-            case None | Done():
+            case None:  # an event that asks this work class for nothing
+                await _quietly(msg.ack())
+            case Done():
                 crash_point("worker.after_commit")  # state committed, not acked
                 await _quietly(msg.ack())
             case Retry(delay=delay, reason=reason):
