@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 DROP = "club.sandbox.drop"
@@ -50,3 +51,12 @@ def _abort(send: Send) -> None:
     if not isinstance(transport, asyncio.WriteTransport):
         raise RuntimeError("cannot drop a response: the server's transport is hidden")
     transport.abort()
+
+
+def serve(app: ASGIApp, host: str, port: int) -> None:
+    """Run a sandbox on the asyncio loop and h11, whose transport `_abort` can close
+    (uvloop's is no `asyncio.WriteTransport`). A sandbox is not where Club's speed
+    is, so it keeps the plain stack the API left for uvloop and httptools."""
+    uvicorn.run(
+        app, host=host, port=port, log_level="warning", loop="asyncio", http="h11"
+    )

@@ -14,7 +14,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
@@ -22,7 +21,7 @@ from application.email import check_key
 from entrypoints.body_limit import BodyLimit
 from entrypoints.problems import install_error_handlers, problem
 from entrypoints.sandbox import inbox
-from entrypoints.sandbox.drop import DropMarkedResponses
+from entrypoints.sandbox.drop import DropMarkedResponses, serve
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS, EmailSandbox
 from entrypoints.sandbox.email_request import RefusedError, read_key, read_send
 from entrypoints.sandbox.knob_routes import knob_routes
@@ -115,7 +114,7 @@ def run_email_sandbox(
     host: str, port: int, data_dir: Path, knobs: Mapping[str, object]
 ) -> None:
     app = asgi_app(create_app(data_dir, knobs))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    serve(app, host, port)
 
 
 def parse_knob_args(argv: Sequence[str]) -> dict[str, object]:

@@ -20,12 +20,12 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
 import httpx
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from application.payment import check_key
 from entrypoints.problems import install_error_handlers, problem
+from entrypoints.sandbox.drop import serve
 from entrypoints.sandbox.email import asgi_app
 from entrypoints.sandbox.knob_routes import knob_routes
 from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
@@ -189,7 +189,7 @@ def run_payment_sandbox(  # noqa: PLR0917 - the signature the CLI calls
     app = create_app(
         data_dir, knobs, webhook_url=webhook_url, webhook_secret=webhook_secret
     )
-    uvicorn.run(asgi_app(app), host=host, port=port, log_level="warning")
+    serve(asgi_app(app), host, port)
 
 
 def parse_knob_args(argv: Sequence[str]) -> dict[str, object]:
