@@ -1,4 +1,4 @@
-"""Prometheus metrics (CONTRACT §6) shared by the roles."""
+"""Prometheus metrics (docs/http-api.md §10) shared by the roles."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The capacity model: how long a queue takes to drain, and what a promise is worth.
 
-Seed §33: a queue stores the intent to do work; it adds no capacity. With a backlog
+docs/background.md §33: a queue stores the intent to do work; it adds no capacity. With
+a backlog
 of N items, A arriving and S served per second (constant rates, one class of work,
 first in first out), the last queued item waits N / S, and the backlog is gone after
 N / (S - A) — or never, when A >= S. The seed's numbers:

@@ -59,7 +59,7 @@ def _now() -> datetime:
 
 @attrs.frozen(kw_only=True)
 class AgeLimit:
-    """Heavy work may wait, but not for ever unnoticed (seed section 33)."""
+    """Heavy work may wait, but not for ever unnoticed (docs/background.md §33)."""
 
     max_age_s: float
     report: OverAge

@@ -1,6 +1,7 @@
 """The Export aggregate: one asynchronous roster export, from request to file.
 
-"Ready" means different things (seed section 33): for an export, the answer to the
+"Ready" means different things (docs/background.md §33): for an export, the answer to
+the
 request only says the work is *recorded*. The states say exactly how far it got:
 
     pending -> running -> succeeded (the file is complete: written, synced, renamed)

@@ -1,4 +1,4 @@
-"""The `club` command line (CONTRACT §3)."""
+"""The `club` command line (README.md, "Operating it")."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Exports run on the `exports` durable with a pool of `EXPORT_CONCURRENCY` slots
 (notifications have 8 of their own), so a pile of exports can only ever occupy
-these two slots, never a notification's (seed section 33: urgent and heavy work
+these two slots, never a notification's (docs/background.md §33: urgent and heavy work
 are separate classes with bounded resources). Past `max_age` a started export is
 reported (metric + warning) and still runs: late, never starved.
 """

@@ -1,4 +1,4 @@
-"""CLUB_* configuration (CONTRACT §2), read once at start-up."""
+"""CLUB_* configuration (README.md, "Configuration"), read once at start-up."""
 
 from __future__ import annotations
 

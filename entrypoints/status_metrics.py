@@ -1,4 +1,4 @@
-"""The CONTRACT §6 chain gauges, set from the chain's status at each scrape, so
+"""The docs/http-api.md §10 chain gauges, set from the chain's status at each scrape, so
 /metrics, `club status` and /ops/status read the same numbers."""
 
 from __future__ import annotations

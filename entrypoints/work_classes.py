@@ -1,7 +1,8 @@
 """The work classes: which events each worker pulls, its pool, and its job.
 
 Urgent work (notifications) and heavy work (exports) are separate durables with
-separate, bounded pools (seed §33), so a pile of exports can never occupy a
+separate, bounded pools (docs/background.md §33), so a pile of exports can never occupy
+a
 notification's slot. A new work class is one more entry in `WORK_CLASSES`.
 """
 

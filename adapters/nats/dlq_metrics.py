@@ -1,7 +1,8 @@
 """The DLQ's size and oldest age per consumer, read from JetStream when scraped.
 
 A dead letter is an obligation someone owns; its count alone hides how long it has
-waited (seed §33: length without age deceives). Reads the stream's per-subject
+waited (docs/background.md §33: length without age deceives). Reads the stream's
+per-subject
 counts and each subject's first message: a few requests per scrape, whatever the
 DLQ's size.
 """

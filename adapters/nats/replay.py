@@ -1,6 +1,7 @@
 """A controlled DLQ replay: one consumer, a bounded pack, a rate, an audit record.
 
-Seed §36: before a replay the operator checks that the cause is fixed; a replay goes
+docs/background.md §36: before a replay the operator checks that the cause is fixed; a
+replay goes
 in a bounded pack at a bounded rate so that it cannot flood the provider it failed
 against, it can be stopped, and it leaves a record of who did what and why. The
 record is written first (`running`) and completed at the end (`finished`,

@@ -1,4 +1,4 @@
-"""Stream and consumer definitions (CONTRACT §5), created idempotently."""
+"""Stream and consumer definitions (docs/events.md), created idempotently."""
 
 from __future__ import annotations
 

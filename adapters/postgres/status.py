@@ -1,6 +1,7 @@
 """What PostgreSQL knows of the chain: the outbox, notification states, rates, sizes.
 
-Each number comes with the age of the oldest item it counts (seed §33: length
+Each number comes with the age of the oldest item it counts (docs/background.md §33:
+length
 without age deceives). Every read is one short query, safe at each /metrics scrape.
 """
 

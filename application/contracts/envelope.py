@@ -1,4 +1,4 @@
-"""The published event envelope (CONTRACT §5) and its JSON form."""
+"""The published event envelope (docs/events.md) and its JSON form."""
 
 from __future__ import annotations
 

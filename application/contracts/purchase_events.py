@@ -1,7 +1,7 @@
 """The purchase saga's published events (subject `club.events.purchase.<Name>`).
 
 Only ids, amounts and the deadlines a reader acts on: never an address or a name
-(CONTRACT §5). Most purchase facts carry no student or lesson (the domain keeps
+(docs/events.md). Most purchase facts carry no student or lesson (the domain keeps
 them once, on `Reserved`), so a reader that needs them looks the purchase up.
 """
 

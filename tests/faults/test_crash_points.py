@@ -1,6 +1,7 @@
 """Kill a role at each named boundary, restart it, and compare the three facts.
 
-Seed §34-35, exercise 1: for every point where a process can die, who repeats the
+docs/background.md §34-35, exercise 1: for every point where a process can die, who
+repeats the
 work and where the duplicate is recognised. Each case runs three times in a row.
 """
 

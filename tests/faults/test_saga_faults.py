@@ -1,4 +1,4 @@
-"""The purchase saga's four named faults (seed §36), with real processes.
+"""The purchase saga's four named faults (docs/background.md §36), with real processes.
 
 api, relay, saga and the payment sandbox run as processes; a saga is SIGKILLed at a
 crash point, or SIGSTOPped past its claim's lease while another one takes over, and

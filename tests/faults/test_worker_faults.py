@@ -1,6 +1,7 @@
 """The notifications worker killed at random and at its named crash points.
 
-Seed §34: delivering a message and changing the outside world once are different
+docs/background.md §34: delivering a message and changing the outside world once are
+different
 guarantees. The sandbox provider honours the idempotency key derived from the event
 id, and the worker records `sending` before each call and looks an unknown outcome
 up before any resend, so killing workers never loses an e-mail nor sends one twice.

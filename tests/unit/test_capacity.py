@@ -1,4 +1,5 @@
-"""The capacity model (seed §33) and `club capacity`: numbers, words, bad input."""
+"""The capacity model (docs/background.md §33) and `club capacity`: numbers, words, bad
+input."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def test_a_queue_that_keeps_up_is_on_time_although_arrivals_equal_throughput():
 
 
 def test_the_seed_backlog_after_recovery_is_late_and_drains_in_300_s():
-    """6000 queued, 80/s arriving, 100/s served (seed §33)."""
+    """6000 queued, 80/s arriving, 100/s served (docs/background.md §33)."""
     delivery = _delivery(hop(6000, 2.0), rates(4800, 6000), PROMISE_S, CONFIGURED_S)
     assert delivery.drain_seconds == 300
     assert delivery.eta_seconds == 60  # the student enrolling now
