@@ -10,6 +10,8 @@ from uuid import UUID
 import attrs
 import orjson
 
+from application.contracts.rfc3339 import rfc3339
+
 SUBJECT_PREFIX = "club.events"
 T = TypeVar("T")
 
@@ -40,7 +42,7 @@ class Envelope:
             "schema_version": self.schema_version,
             "aggregate_id": str(self.aggregate_id),
             "aggregate_version": self.aggregate_version,
-            "occurred_at": _rfc3339(self.occurred_at),
+            "occurred_at": rfc3339(self.occurred_at),
             "data": self.data,
         }
         return canonical_json(body)
@@ -120,9 +122,3 @@ def _aware(text: str) -> datetime:
     if moment.tzinfo is None:
         raise MalformedEnvelopeError("occurred_at has no time zone")
     return moment
-
-
-def _rfc3339(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        raise ValueError("occurred_at must be time-zone aware")
-    return moment.isoformat().replace("+00:00", "Z")

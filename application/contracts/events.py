@@ -10,6 +10,7 @@ from uuid import UUID
 import attrs
 
 from application.contracts.purchase_events import PURCHASE_VERSIONS, PurchaseEvent
+from application.contracts.rfc3339 import rfc3339
 
 
 @attrs.frozen(kw_only=True)
@@ -28,7 +29,7 @@ class LessonScheduledV1:
             "lesson_id": str(self.lesson_id),
             "title": self.title,
             "capacity": self.capacity,
-            "starts_at": _rfc3339(self.starts_at),
+            "starts_at": rfc3339(self.starts_at),
             "price_cents": self.price_cents,
         }
 
@@ -89,7 +90,7 @@ class EnrollmentConfirmedV2:
             "enrollment_id": str(self.enrollment_id),
             "lesson_id": str(self.lesson_id),
             "student_id": self.student_id,
-            "lesson_starts_at": None if starts is None else _rfc3339(starts),
+            "lesson_starts_at": None if starts is None else rfc3339(starts),
         }
 
     @classmethod
@@ -154,7 +155,7 @@ class ExportRequestedV1:
             "export_id": str(self.export_id),
             "lesson_id": str(self.lesson_id),
             "lesson_version": self.lesson_version,
-            "requested_at": _rfc3339(self.requested_at),
+            "requested_at": rfc3339(self.requested_at),
         }
 
     @classmethod
@@ -196,7 +197,3 @@ EVERY_VERSION: tuple[type[PublishedEvent], ...] = (
     ExportRequestedV1,
     *PURCHASE_VERSIONS,
 )
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")

@@ -13,6 +13,8 @@ from uuid import UUID
 
 import attrs
 
+from application.contracts.rfc3339 import rfc3339
+
 
 @attrs.frozen(kw_only=True)
 class PurchaseReservedV1:
@@ -33,7 +35,7 @@ class PurchaseReservedV1:
             "lesson_id": str(self.lesson_id),
             "student_id": self.student_id,
             "price_cents": self.price_cents,
-            "hold_expires_at": _rfc3339(self.hold_expires_at),
+            "hold_expires_at": rfc3339(self.hold_expires_at),
         }
 
     @classmethod
@@ -187,7 +189,7 @@ class AlternativeOfferedV1:
     def to_data(self) -> dict[str, Any]:
         return {
             "purchase_id": str(self.purchase_id),
-            "offer_expires_at": _rfc3339(self.offer_expires_at),
+            "offer_expires_at": rfc3339(self.offer_expires_at),
         }
 
     @classmethod
@@ -218,7 +220,3 @@ PURCHASE_VERSIONS: tuple[type[PurchaseEvent], ...] = (
     ManualReviewRequiredV1,
     AlternativeOfferedV1,
 )
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
