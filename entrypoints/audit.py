@@ -14,7 +14,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from adapters.nats.streams import DLQ_STREAM
-from adapters.postgres.lease import RelayLease
+from adapters.postgres.lease import RELAY_LEASE, RelayLease
 from adapters.postgres.tables import inbox
 from application.contracts.mapping import published_envelope
 from entrypoints.bootstrap import PROJECTIONS, Container
@@ -31,7 +31,7 @@ class Hole:
 def published_up_to_position(container: Container) -> list[tuple[int, str, str]]:
     """(notification id, event id, type) of every published event up to the position."""
     position = RelayLease(
-        container.engine, name="default", owner="audit", ttl=1
+        container.engine, name=RELAY_LEASE, owner="audit", ttl=1
     ).position()
     app = container.app
     found = []

@@ -19,7 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from adapters.nats.streams import connect
-from adapters.postgres.lease import RelayLease
+from adapters.postgres.lease import RELAY_LEASE, RelayLease
 from adapters.postgres.rebuild import RebuildSwitchError
 from entrypoints import bootstrap
 from entrypoints.audit import find_holes
@@ -37,7 +37,7 @@ def relay_rewind(settings: Settings, args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        lease = RelayLease(container.engine, name="default", owner="cli", ttl=1)
+        lease = RelayLease(container.engine, name=RELAY_LEASE, owner="cli", ttl=1)
         before = lease.position()
         # The position is the last id published, so N itself is published again.
         lease.rewind(args.to - 1)

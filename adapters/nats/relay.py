@@ -33,7 +33,7 @@ from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS
-from adapters.postgres.lease import FencedError, RelayLease
+from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
 from adapters.postgres.owners import DEFAULT_OWNER
 from adapters.reasons import describe, one_line
 from adapters.transient import TRANSIENT, Backoff
@@ -78,7 +78,7 @@ class Relay:
         js: JetStreamContext,
         listen_dsn: str,
         channel: str = "club_events",
-        name: str = "default",
+        name: str = RELAY_LEASE,
         batch_size: int = 1000,
         puback_timeout: float = 5.0,
         idle_poll: float = 1.0,

@@ -21,6 +21,10 @@ class Held:
     position: int
 
 
+# The relays' one shared lease (several names would shard the log between relays).
+RELAY_LEASE = "default"
+
+
 class RelayLease:
     def __init__(self, engine: sa.Engine, *, name: str, owner: str, ttl: float) -> None:
         self._engine = engine

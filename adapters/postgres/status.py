@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from eventsourcing.persistence import ApplicationRecorder, Mapper
 from eventsourcing.postgres import PostgresApplicationRecorder
 
+from adapters.postgres.lease import RELAY_LEASE
 from adapters.postgres.tables import (
     consumer_positions,
     inbox,
@@ -72,7 +73,7 @@ class PostgresStatus:
         recorder: ApplicationRecorder,
         mapper: Mapper[UUID],
         *,
-        relay_name: str = "default",
+        relay_name: str = RELAY_LEASE,
     ) -> None:
         if not isinstance(recorder, PostgresApplicationRecorder):
             msg = "the chain's status reads the PostgreSQL event store"

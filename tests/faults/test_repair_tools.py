@@ -11,7 +11,7 @@ from uuid import uuid4
 import httpx
 
 from adapters.nats.streams import EVENTS_STREAM, ensure_streams
-from adapters.postgres.lease import RelayLease
+from adapters.postgres.lease import RELAY_LEASE, RelayLease
 from entrypoints.audit import published_up_to_position
 from tests.faults.facts import enroll, settled, setup_lesson
 from tests.faults.workload import confirmed_totals
@@ -30,7 +30,7 @@ def test_audit_finds_lost_events_and_rewind_restores_them(
     stack, container, migrated
 ) -> None:
     nats_url = migrated[1]
-    lease = RelayLease(container.engine, name="default", owner="test", ttl=1)
+    lease = RelayLease(container.engine, name=RELAY_LEASE, owner="test", ttl=1)
     lesson_id, student = setup_lesson(stack.base, capacity=5)
     key = str(uuid4())
     assert enroll(stack.base, lesson_id, student, key).status_code == 201
