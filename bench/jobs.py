@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from uuid import UUID
 
 import httpx
 import sqlalchemy as sa
@@ -54,15 +55,24 @@ def email_sandbox(data_dir: Path, **env: str) -> Iterator[str]:
         proc.wait(10)
 
 
-def unsent(container: bootstrap.Container, total_enrollments: int) -> int:
-    """Enrollments whose confirmation the provider has not accepted yet."""
+def unsent(container: bootstrap.Container, total_enrollments: int, lesson: UUID) -> int:
+    """This run's enrollments (into `lesson`) whose confirmation the provider has
+    not accepted yet: runs share a database, so earlier runs' e-mails do not count."""
+    ours = enrollment_ids(container, lesson)
     with container.engine.connect() as conn:
         sent = conn.execute(
             sa.select(sa.func.count())
             .select_from(notifications)
-            .where(notifications.c.state == "sent")
+            .where(
+                (notifications.c.state == "sent")
+                & notifications.c.enrollment_id.in_(ours)
+            )
         ).scalar_one()
     return total_enrollments - int(sent)
+
+
+def enrollment_ids(container: bootstrap.Container, lesson: UUID) -> list[UUID]:
+    return list(container.app.get_lesson(lesson).seats)
 
 
 def accepted_times(sandbox: str) -> list[float]:
@@ -111,7 +121,8 @@ def backlog_drain(
             drained = None
             while time.monotonic() - back < 120:
                 arrived = BACKLOG + int((time.monotonic() - back) * ARRIVAL_PER_S)
-                if unsent(container, min(arrived, BACKLOG + arriving)) <= ARRIVAL_PER_S:
+                due = min(arrived, BACKLOG + arriving)
+                if unsent(container, due, lesson) <= ARRIVAL_PER_S:
                     drained = time.monotonic() - back
                     break
                 time.sleep(0.1)
@@ -156,7 +167,7 @@ def email_latency_beside_exports(
         ):  # fmt: skip
             posted = steady_posts(api, lesson, who, rate=20)
             committed = {s: ended for s, (_, ended) in zip(who, posted, strict=True)}
-            _wait_until(lambda: unsent(container, enrollments) == 0, 120)
+            _wait_until(lambda: unsent(container, enrollments, lesson) == 0, 120)
         by_student = _accepted_by_recipient_order(sandbox, who)
     latencies = sorted(by_student[s] - committed[s] for s in who)
     return {
