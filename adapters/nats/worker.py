@@ -80,9 +80,13 @@ async def ensure_worker_consumer(
 
 
 class RateLimit:
-    """At most `per_second` starts per second (a token bucket of one second's
-    worth), so a worker paces itself under the provider's known limit instead of
-    collecting 429s."""
+    """At most `per_second` starts per second, on an absolute schedule, so a worker
+    paces itself under the provider's known limit instead of collecting 429s.
+
+    A start that comes a little late (the event loop woke late) does not push the
+    schedule back: the next sleeps are shorter, so the long-run rate stays the limit
+    instead of losing each wake-up's overshoot. Only after an idle spell (more than
+    one interval behind) does the schedule start afresh from now."""
 
     def __init__(self, per_second: float) -> None:
         self._interval = 1.0 / per_second
@@ -92,7 +96,8 @@ class RateLimit:
     async def wait(self) -> None:
         async with self._lock:
             now = time.monotonic()
-            self._next = max(self._next, now)
+            if now - self._next > self._interval:  # idle: no catching up in a burst
+                self._next = now
             delay = self._next - now
             self._next += self._interval
         if delay > 0:
