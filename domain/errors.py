@@ -13,6 +13,10 @@ class LessonFullError(DomainError):
     """Every seat of the lesson is taken."""
 
 
+class PaidLessonError(DomainError):
+    """A paid lesson's seat is bought (a purchase), not taken by enrolling."""
+
+
 class AlreadyEnrolledError(DomainError):
     """The student already holds a seat in this lesson."""
 

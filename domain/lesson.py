@@ -13,6 +13,7 @@ from domain.errors import (
     AlreadyEnrolledError,
     InvalidLessonError,
     LessonFullError,
+    PaidLessonError,
     SeatNotHeldError,
 )
 from domain.text import single_line
@@ -147,6 +148,10 @@ class Lesson(Aggregate):
         )
 
     def take_seat(self, *, enrollment_id: UUID, student_id: str) -> None:
+        """A free lesson's seat; a paid one's is held, paid for, then converted."""
+        if self.price_cents > 0:
+            msg = f"lesson {self.id} costs {self.price_cents} cents: buy a seat instead"
+            raise PaidLessonError(msg)
         self._check_free_seat_for(student_id)
         self._take_seat(enrollment_id=enrollment_id, student_id=student_id)
 

@@ -22,6 +22,7 @@ from domain.errors import (
     InvalidStudentProfileError,
     InvalidTextError,
     LessonFullError,
+    PaidLessonError,
     PaymentMismatchError,
     PurchaseStateError,
     SeatNotHeldError,
@@ -56,6 +57,7 @@ def problem(
 # Error class -> (status, slug, title). The first matching class wins.
 KNOWN: list[tuple[type[Exception], int, str, str]] = [
     (LessonFullError, 409, "lesson-full", "The lesson is full"),
+    (PaidLessonError, 409, "paid-lesson", "A paid lesson is bought, not enrolled in"),
     (AlreadyEnrolledError, 409, "already-enrolled", "Already enrolled"),
     (InvalidLessonError, 422, "invalid-lesson", "The lesson is not valid"),
     (InvalidStudentProfileError, 422, "invalid-student", "The student is not valid"),

@@ -56,7 +56,8 @@ def accepted_for(sandbox: SandboxProcess, addresses: set[str]) -> list[dict]:
 
 def run_the_three_purchases(container, tag: str) -> dict[str, UUID]:
     """ann pays in time; bob's hold expires unpaid; cat pays after her hold
-    expired, is offered an alternative, and is refunded; dan enrolls directly."""
+    expired, is offered an alternative, and is refunded; dan enrolls directly, in
+    the lesson's free twin."""
     app = container.app
     lesson_id = app.schedule_lesson(
         ScheduleLesson(
@@ -99,8 +100,17 @@ def run_the_three_purchases(container, tag: str) -> dict[str, UUID]:
     container.students.save(
         StudentProfile.create(student_id=dan, email=f"{dan}@example.org", name="Dan")
     )
+    free = app.schedule_lesson(  # the same class, free: a paid seat is only bought
+        ScheduleLesson(
+            lesson_id=uuid4(),
+            title=f"Pottery {tag}",
+            capacity=3,
+            starts_at=datetime(2026, 12, 1, 10, tzinfo=UTC),
+            price_cents=0,
+        )
+    )
     ids["dan"] = app.enroll(
-        EnrollStudent(lesson_id=lesson_id, student_id=dan, request_id=dan)
+        EnrollStudent(lesson_id=free, student_id=dan, request_id=dan)
     ).enrollment_id
     return ids
 

@@ -21,6 +21,7 @@ import contextlib
 from datetime import timedelta
 from uuid import UUID
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -33,7 +34,12 @@ from hypothesis.stateful import (
 
 from application.commands import EnrollStudent
 from application.saga import SagaPolicy
-from domain.errors import AlreadyEnrolledError, AlternativePriceError, LessonFullError
+from domain.errors import (
+    AlreadyEnrolledError,
+    AlternativePriceError,
+    LessonFullError,
+    PaidLessonError,
+)
 from domain.purchase import Purchase, Status
 from tests.unit.fake_payment import Fault
 from tests.unit.saga_world import HOLD_SECONDS, World
@@ -75,9 +81,10 @@ class PurchaseSagaMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.enrollments < MAX_FREE_ENROLLMENTS)
     @rule(lesson=st.integers(0, 2), student=STUDENTS)
     def enroll_for_free(self, lesson: int, student: str) -> None:
-        """Someone else takes a seat the moment a hold releases it."""
+        """Someone else takes a seat the moment a hold releases it: enrolling in a
+        paid lesson is refused, so they buy it elsewhere (no money of ours moves)."""
         self.enrollments += 1
-        with contextlib.suppress(LessonFullError, AlreadyEnrolledError):
+        with pytest.raises(PaidLessonError):
             self.world.app.enroll(
                 EnrollStudent(
                     lesson_id=self.lessons[lesson],
@@ -85,6 +92,8 @@ class PurchaseSagaMachine(RuleBasedStateMachine):
                     request_id=f"free-{self.enrollments}",
                 )
             )
+        with contextlib.suppress(LessonFullError, AlreadyEnrolledError):
+            self.world.sold_elsewhere(self.lessons[lesson], student)
 
     @precondition(lambda self: self._in(Status.RESERVED))
     @rule(pick=PICK)

@@ -71,6 +71,15 @@ class World:
         )
         return view.purchase_id
 
+    def sold_elsewhere(self, lesson_id: UUID, student_id: str) -> None:
+        """Someone else's purchase takes the seat (its payment is not ours to
+        follow): a hold converted into a seat, as a confirmed purchase leaves it."""
+        lesson = self.app.get_lesson(lesson_id)
+        sale = uuid4()
+        lesson.hold_seat(purchase_id=sale, student_id=student_id, until=self.now)
+        lesson.convert_hold(purchase_id=sale, enrollment_id=uuid4())
+        self.app.save(lesson)
+
     def advance(self, purchase_id: UUID, by: timedelta = timedelta(0)) -> None:
         self.now += by
         self.saga.advance(purchase_id, self.now)

@@ -13,6 +13,7 @@ from domain.errors import (
     ControlCharacterError,
     InvalidLessonError,
     LessonFullError,
+    PaidLessonError,
     SeatNotHeldError,
     TextLengthError,
 )
@@ -288,7 +289,7 @@ def test_a_copied_lesson_holds_seats_without_touching_the_original() -> None:
 def test_taken_plus_held_never_exceed_capacity_and_replay_equals_live(
     capacity, commands
 ) -> None:
-    lesson = scheduled(capacity, price_cents=100)()
+    lesson = scheduled(capacity)()  # free: a paid lesson's seats are only bought
     holds: dict[int, object] = {}
     for command, student in commands:
         try:
@@ -311,3 +312,11 @@ def test_taken_plus_held_never_exceed_capacity_and_replay_equals_live(
             pass
         assert lesson.seats_taken + lesson.seats_held <= capacity
     replayed(lesson)  # asserts that the replay equals the live aggregate
+
+
+def test_a_paid_lessons_seat_is_bought_not_taken() -> None:
+    """Enrolling in a paid lesson would give access without a captured payment."""
+    paid = scheduled(capacity=3, price_cents=5_000)()
+    with pytest.raises(PaidLessonError):
+        paid.take_seat(enrollment_id=uuid4(), student_id="ann")
+    assert paid.seats_taken == 0

@@ -31,6 +31,7 @@ from domain.errors import (
     AlternativePriceError,
     InvalidPurchaseError,
     LessonFullError,
+    PaidLessonError,
     PaymentMismatchError,
     RefundNotPendingError,
 )
@@ -96,7 +97,7 @@ def test_a_held_last_seat_refuses_another_purchase_and_an_enrollment(world) -> N
     world.reserve(lesson_id, "ann")
     with pytest.raises(LessonFullError):
         world.reserve(lesson_id, "bob")
-    with pytest.raises(LessonFullError):
+    with pytest.raises(PaidLessonError):  # a paid seat is never taken by enrolling
         world.app.enroll(
             EnrollStudent(lesson_id=lesson_id, student_id="cid", request_id="r")
         )
@@ -174,7 +175,7 @@ def late_payment(w: World) -> tuple:
     assert w.get(purchase_id).status is Status.PAYMENT_PENDING
     w.advance(purchase_id, PAST_HOLD)
     assert w.get(purchase_id).status is Status.EXPIRED
-    w.app.enroll(EnrollStudent(lesson_id=lesson_id, student_id="bob", request_id="b"))
+    w.sold_elsewhere(lesson_id, "bob")
     w.provider.pay(w.get(purchase_id).payment_key)
     w.webhook_captured(purchase_id)
     w.advance(purchase_id)
@@ -232,7 +233,7 @@ def test_consent_buys_a_new_seat_elsewhere_and_never_revives_the_hold(world) -> 
 def test_a_full_or_dearer_alternative_is_refused_and_the_offer_stands(popo) -> None:
     _, purchase_id = late_payment(popo)
     full = popo.lesson(capacity=1)
-    popo.app.enroll(EnrollStudent(lesson_id=full, student_id="cid", request_id="c"))
+    popo.sold_elsewhere(full, "cid")
     with pytest.raises(LessonFullError):
         popo.purchases.accept_alternative(purchase_id, lesson_id=full, now=popo.now)
     dearer = popo.lesson(price_cents=9900)
