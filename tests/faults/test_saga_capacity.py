@@ -67,8 +67,12 @@ def test_a_hundred_purchases_into_ten_seats_never_oversell_and_match_the_ledger(
     held, taken = world.lesson_seats(lesson_id)
     assert held == 0
     assert taken == statuses.count("confirmed") <= CAPACITY
-    # The knobs did their work: the run saw the outcomes it is meant to survive.
-    assert {"declined", "refunded", "confirmed"} <= set(statuses), statuses
+    # The knobs did their work: declines and confirmations come every run. A
+    # refund needs a capture that lands after its hold ran out, which these timings
+    # produce in most runs but not all (1 run in 3 here had none); the late capture
+    # is refunded exactly once deterministically in test_saga_faults.py, and above
+    # every captured payment here was confirmed or refunded.
+    assert {"declined", "confirmed"} <= set(statuses), statuses
 
 
 class Watch:
