@@ -44,6 +44,10 @@ class Settings:
     saga_lease_seconds: float
     saga_poll_seconds: float
     saga_policy: SagaPolicy
+    # A background role's own /metrics: None (unset) or 0 serves none; `club up`
+    # gives each role a port of its own (entrypoints/metrics_server.py).
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -75,6 +79,8 @@ class Settings:
             saga_lease_seconds=_number(env, "CLUB_SAGA_LEASE_SECONDS", 30),
             saga_poll_seconds=_number(env, "CLUB_SAGA_POLL_SECONDS", 0.5),
             saga_policy=_saga_policy(env),
+            metrics_host=env.get("CLUB_METRICS_HOST") or "127.0.0.1",
+            metrics_port=_optional_port(env, "CLUB_METRICS_PORT"),
         )
 
     def require_services(self) -> tuple[str, str]:
@@ -205,6 +211,18 @@ def _check_url(name: str, url: str, schemes: tuple[str, ...], example: str) -> N
     if not parts.hostname:
         msg = f"{name}={shown!r} names no host; write it as {example}host:port/..."
         raise ConfigError(msg)
+
+
+def _optional_port(env: Mapping[str, str], name: str) -> int | None:
+    """None when unset; 0 is an explicit "none"."""
+    if env.get(name) in (None, ""):
+        return None
+    value = _int(env, name, 0)
+    if not 0 <= value < 65536:  # noqa: PLR2004 - the TCP port range
+        raise ConfigError(
+            f"{name}={value} is not a TCP port (0 for none, or 1 to 65535)"
+        )
+    return value
 
 
 def _port(env: Mapping[str, str], name: str, default: int) -> int:
