@@ -1,4 +1,5 @@
-"""Operator access to `/ops/*`: `Authorization: Bearer <CLUB_OPERATOR_TOKEN>`.
+"""Operator access to `/ops/*`: `Authorization: Bearer <CLUB_OPERATOR_TOKEN>`, or the
+`/ops/` page's session cookie.
 
 No Authorization header (or one that is not a bearer token): 401, with
 `WWW-Authenticate: Bearer`. Any other bearer token: 403 — Club's students carry no
@@ -6,21 +7,39 @@ credential of their own, so whatever token a caller holds that is not the
 operator's is a student's (or anybody's) and gives no access
 (docs/decisions/2026-11-30-operator-access.md). The token is compared in constant
 time (hmac.compare_digest), so timing tells nothing about how much of it matched.
+
+A request without an Authorization header may instead carry the session cookie the
+page's login set (entrypoints/ops_session.py). Such a request changing anything
+(POST, PUT, PATCH, DELETE) must also carry the session's CSRF token and no
+cross-site Origin: a browser sends the cookie on its own, so the cookie alone
+proves nothing about who asked (docs/decisions/2026-11-30-operator-page-session.md).
 """
 
 from __future__ import annotations
 
 import hmac
 from typing import Annotated
+from urllib.parse import parse_qs
 
 import attrs
 import structlog
 from fastapi import Depends, HTTPException, Request
 
+from entrypoints.ops_session import (
+    COOKIE,
+    CSRF_FIELD,
+    CSRF_HEADER,
+    Session,
+    cross_site,
+    csrf_matches,
+    valid_session,
+)
 from entrypoints.settings import Settings
 
 log = structlog.get_logger()
 BEARER = "bearer "
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+FORM = "application/x-www-form-urlencoded"
 
 
 @attrs.frozen(kw_only=True)
@@ -53,8 +72,14 @@ def ops_config(request: Request) -> OpsConfig:
 OpsConfigDep = Annotated[OpsConfig, Depends(ops_config)]
 
 
-def require_operator(request: Request, config: OpsConfigDep) -> None:
+async def require_operator(request: Request, config: OpsConfigDep) -> None:
     header = request.headers.get("authorization", "")
+    if not header:
+        session = valid_session(request.cookies.get(COOKIE), config.operator_token)
+        if session is not None:
+            await _refuse_cross_site(request, config, session)
+            request.state.ops_session = session
+            return
     if not header.lower().startswith(BEARER) or not header[len(BEARER) :].strip():
         raise HTTPException(
             status_code=401,
@@ -69,3 +94,31 @@ def require_operator(request: Request, config: OpsConfigDep) -> None:
             status_code=403,
             detail="this bearer token is not the operator token (CLUB_OPERATOR_TOKEN)",
         )
+
+
+async def _refuse_cross_site(
+    request: Request, config: OpsConfig, session: Session
+) -> None:
+    if request.method in SAFE_METHODS:
+        return
+    if cross_site(request.headers.get("origin"), request.headers.get("host")):
+        log.warning("ops.cross_site_refused", path=request.url.path)
+        raise HTTPException(
+            status_code=403, detail="a cross-site request to /ops is refused"
+        )
+    offered = request.headers.get(CSRF_HEADER) or await _form_field(request, CSRF_FIELD)
+    if not csrf_matches(offered, config.operator_token, session):
+        log.warning("ops.csrf_refused", path=request.url.path)
+        raise HTTPException(
+            status_code=403,
+            detail="the page's form token (CSRF) is missing or wrong: "
+            "reload /ops/ and try again",
+        )
+
+
+async def _form_field(request: Request, name: str) -> str:
+    """One field of a url-encoded form body (the body is cached for the route)."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != FORM:
+        return ""
+    fields = parse_qs((await request.body()).decode("utf-8", "replace"))
+    return fields.get(name, [""])[0]
