@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from application.contracts.events import READERS
+from application.dlq_owners import DlqOwners, OwnerRulesError
 from application.saga import SagaPolicy
 from entrypoints.masking import masked
 
@@ -48,6 +50,8 @@ class Settings:
     # gives each role a port of its own (entrypoints/metrics_server.py).
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = None
+    # Who answers for each consumer's dead letters (CLUB_DLQ_OWNERS).
+    dlq_owners: DlqOwners = attrs.Factory(DlqOwners)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -81,6 +85,7 @@ class Settings:
             saga_policy=_saga_policy(env),
             metrics_host=env.get("CLUB_METRICS_HOST") or "127.0.0.1",
             metrics_port=_optional_port(env, "CLUB_METRICS_PORT"),
+            dlq_owners=_dlq_owners(env.get("CLUB_DLQ_OWNERS", "")),
         )
 
     def require_services(self) -> tuple[str, str]:
@@ -92,6 +97,18 @@ class Settings:
             )
             raise ConfigError(msg)
         return self.database_url, self.nats_url
+
+
+def _dlq_owners(text: str) -> DlqOwners:
+    # The consumers are the composition root's roles, which import this module.
+    from entrypoints.bootstrap import CONSUMERS  # noqa: PLC0415
+
+    try:
+        return DlqOwners.parse(
+            text, consumers=CONSUMERS, event_types={t for t, _ in READERS}
+        )
+    except OwnerRulesError as e:
+        raise ConfigError(f"CLUB_DLQ_OWNERS: {e}") from None
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
