@@ -94,3 +94,15 @@ def test_the_most_specific_rule_always_wins(
     else:
         expected = DEFAULT_OWNER
     assert owners.owner(consumer, event_type) == expected
+
+
+def test_the_setting_is_read_once_and_a_mistake_is_a_config_error() -> None:
+    from entrypoints.settings import ConfigError, Settings
+
+    settings = Settings.from_env({"CLUB_DLQ_OWNERS": EXAMPLE})
+    assert settings.dlq_owners.owner("notifications", "EnrollmentConfirmed") == (
+        "team-mail"
+    )
+    assert Settings.from_env({}).dlq_owners.owner("rosters") == DEFAULT_OWNER
+    with pytest.raises(ConfigError, match=r"CLUB_DLQ_OWNERS: .*unknown consumer"):
+        Settings.from_env({"CLUB_DLQ_OWNERS": "mailer=team-mail"})
