@@ -75,6 +75,19 @@ consumer_owners = sa.Table(
     sa.Column("owner", sa.Text, nullable=False),
 )
 
+# When a consumer first failed a message it later dead-lettered (its first NAK for
+# a retry): the dead letter's Club-First-Failed-At. One row per message as JetStream
+# holds it; `stored_at` tells apart a recreated stream's reuse of a sequence.
+first_failures = sa.Table(
+    "first_failures",
+    metadata,
+    sa.Column("consumer", sa.Text, primary_key=True),
+    sa.Column("stream", sa.Text, primary_key=True),
+    sa.Column("stream_seq", sa.BigInteger, primary_key=True),
+    sa.Column("stored_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("first_failed_at", sa.DateTime(timezone=True), nullable=False),
+)
+
 # Stored events a projection rebuild could not apply (poison): skipped, never
 # silently, and never a rebuild stopped dead.
 rebuild_skips = sa.Table(
