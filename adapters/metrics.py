@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from datetime import UTC, datetime
+
+from prometheus_client import Counter, Gauge, Histogram
 
 CONTRACT_CONFLICTS = Counter(
     "club_contract_conflicts",
@@ -37,7 +39,10 @@ DLQ_OLDEST_AGE = Gauge(
     "obligation has waited for its owner.",
     ["consumer"],
 )
-# The chain's hops, read at each /metrics scrape (entrypoints/status_metrics.py).
+# The chain's hops, read at each /metrics scrape (entrypoints/status_metrics.py),
+# and by each background role for its own hop (entrypoints/role_metrics.py).
+OUTBOX = "outbox"  # the `queue` label of the stored events not yet published
+SAGA_DEADLINES = "saga_deadlines"  # ... and of the saga's overdue wake-ups
 QUEUE_LENGTH = Gauge(
     "club_queue_length",
     "Items waiting at a hop: the outbox, each work class, the saga's deadlines.",
@@ -76,3 +81,59 @@ DELIVERY_ETA = Gauge(
     "with measured rates (+Inf: the queue never drains).",
     ["queue"],
 )
+
+# Counted where they happen, in the role that does the work: each background role
+# serves its own /metrics (entrypoints/metrics_server.py), the API serves its own.
+EVENTS_PUBLISHED = Counter(
+    "club_events_published",
+    "Events the relay published and the stream acknowledged: alert when it stays "
+    "flat while club_relay_lag_events grows (no relay holds the lease).",
+)
+RELAY_LEASE_HELD = Gauge(
+    "club_relay_lease_held",
+    "1 while this relay holds the outbox lease and publishes: alert when the sum "
+    "over the relays is not 1 for longer than two leases.",
+)
+EVENTS_APPLIED = Counter(
+    "club_events_applied",
+    "Events a consumer applied for the first time (a projector's effects, a "
+    "worker's finished job): alert when flat while club_consumer_lag grows.",
+    ["consumer"],
+)
+DUPLICATES_SKIPPED = Counter(
+    "club_duplicates_skipped",
+    "Redelivered events a consumer found in its inbox and did not apply again: a "
+    "rise follows a redelivery storm (ack_wait too short, a crashing role).",
+    ["consumer"],
+)
+RETRIES = Counter(
+    "club_retries",
+    "Messages handed back for another try, by class: transient (nothing happened; "
+    "the database, the broker or the provider was away) or unknown (the outcome or "
+    "the cause is unknown: a poison event, a provider that may have acted). Alert "
+    "on a sustained unknown rate.",
+    ["consumer", "class"],
+)
+CONSUMER_WAIT = Histogram(
+    "club_consumer_wait_seconds",
+    "From the stream storing an event to a consumer taking it (first delivery): "
+    "alert when the p99 nears the delivery promise.",
+    ["consumer"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
+)
+PROVIDER_CALL = Histogram(
+    "club_provider_call_seconds",
+    "One call to an outside provider, by outcome (ok, transient, unknown, "
+    "permanent): alert on the p99 near the client's timeout or on unknown outcomes.",
+    ["provider", "outcome"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+
+def observe_wait(consumer: str, num_delivered: int, stored_at: datetime | None) -> None:
+    """A first delivery's wait since the stream stored it; a redelivery's wait is
+    the consumer's own doing (a retry's delay) and would blur the hop's latency."""
+    if num_delivered != 1 or stored_at is None:
+        return
+    waited = (datetime.now(UTC) - stored_at).total_seconds()
+    CONSUMER_WAIT.labels(consumer=consumer).observe(max(waited, 0.0))

@@ -14,11 +14,13 @@ from adapters.metrics import (
     CONSUMER_LAG,
     CONSUMER_LAG_SECONDS,
     DELIVERY_ETA,
+    OUTBOX,
     OUTBOX_OLDEST_AGE,
     PROJECTION_POSITION,
     QUEUE_LENGTH,
     QUEUE_OLDEST_AGE,
     RELAY_LAG,
+    SAGA_DEADLINES,
 )
 from entrypoints.chain_status import ChainStatus, read_chain
 from entrypoints.operator import ops_config
@@ -26,8 +28,6 @@ from entrypoints.work_classes import WORK_CLASSES
 
 log = structlog.get_logger()
 
-OUTBOX = "outbox"
-SAGA_DEADLINES = "saga_deadlines"
 SCRAPE_BUDGET_S = 2.0
 
 

@@ -1,0 +1,140 @@
+"""A background role's /metrics: its own port, its own hop read at each scrape, a
+scrape that answers even when that read fails, and ports `club up` hands out."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import Gauge
+
+from adapters.embedded.process import free_port
+from entrypoints import metrics_server
+from entrypoints.bootstrap import ROLES, Role
+from entrypoints.metrics_server import role_ports, serve_metrics
+from entrypoints.settings import ConfigError, Settings
+
+PROBE = Gauge("club_test_probe", "Set by the test's refresh.")
+
+
+def settings(**env: str) -> Settings:
+    return Settings.from_env(env)
+
+
+def scrape_while_serving(
+    check: Callable[[str], Awaitable[Any]],
+    refresh: Callable[[], Awaitable[None]] | None = None,
+) -> Any:
+    async def run() -> Any:
+        server = await serve_metrics(
+            settings(CLUB_METRICS_PORT=str(free_port())), Role("relay")
+        )
+        assert server is not None
+        if refresh is not None:
+            server.refresh = refresh
+        try:
+            return await check(f"http://127.0.0.1:{server.port}")
+        finally:
+            await server.close()
+
+    return asyncio.run(run())
+
+
+async def get(url: str) -> httpx.Response:
+    async with httpx.AsyncClient(timeout=5) as client:
+        return await client.get(url)
+
+
+def test_a_scrape_reads_the_hop_first() -> None:
+    async def refresh() -> None:
+        PROBE.set(42)
+
+    response = scrape_while_serving(lambda base: get(f"{base}/metrics"), refresh)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    assert "club_test_probe 42.0" in response.text
+
+
+def test_a_refresh_that_fails_or_hangs_still_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(metrics_server, "REFRESH_BUDGET_S", 0.2)
+    PROBE.set(7)
+
+    async def hangs() -> None:
+        PROBE.set(8)
+        await asyncio.sleep(10)
+
+    async def fails() -> None:
+        raise RuntimeError("the database is away")
+
+    for refresh in (hangs, fails):
+        response = scrape_while_serving(lambda base: get(f"{base}/metrics"), refresh)
+        assert response.status_code == 200
+        assert "club_test_probe" in response.text
+
+
+def test_only_metrics_is_served() -> None:
+    response = scrape_while_serving(lambda base: get(f"{base}/other"))
+    assert response.status_code == 404
+
+
+def test_no_port_or_a_role_with_its_own_http_serves_nothing() -> None:
+    async def run() -> list[object]:
+        port = str(free_port())
+        return [
+            await serve_metrics(settings(), Role("relay")),
+            await serve_metrics(settings(CLUB_METRICS_PORT="0"), Role("relay")),
+            await serve_metrics(settings(CLUB_METRICS_PORT=port), Role("api")),
+        ]
+
+    assert asyncio.run(run()) == [None, None, None]
+
+
+def test_a_port_taken_is_one_line_naming_the_setting() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"CLUB_METRICS_PORT={port}") as error:
+            asyncio.run(
+                serve_metrics(settings(CLUB_METRICS_PORT=str(port)), Role("saga"))
+            )
+    assert "\n" not in str(error.value)
+
+
+def test_club_up_gives_every_background_role_a_port_of_its_own() -> None:
+    serving = [r for r in ROLES if r.kind in ("relay", "projector", "worker", "saga")]
+    assert {r.kind for r in serving} == {"relay", "projector", "worker", "saga"}
+
+    free = role_ports(settings(), ROLES)
+    assert list(free) == serving
+    assert len(set(free.values())) == len(serving)
+
+    base = free_port()
+    fixed = role_ports(settings(CLUB_METRICS_PORT=str(base)), ROLES)
+    assert list(fixed.values()) == [base + i for i in range(len(serving))]
+
+    assert role_ports(settings(CLUB_METRICS_PORT="0"), ROLES) == {}
+
+
+def test_club_up_refuses_a_base_whose_ports_are_taken() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match="metrics port"):
+            role_ports(settings(CLUB_METRICS_PORT=str(port)), ROLES)
+    with pytest.raises(ConfigError, match="no room"):
+        role_ports(settings(CLUB_METRICS_PORT="65535"), ROLES)
+
+
+def test_a_malformed_port_is_a_setting_error() -> None:
+    with pytest.raises(ConfigError, match="CLUB_METRICS_PORT"):
+        settings(CLUB_METRICS_PORT="metrics")
+    with pytest.raises(ConfigError, match="CLUB_METRICS_PORT"):
+        settings(CLUB_METRICS_PORT="70000")
