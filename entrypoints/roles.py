@@ -17,11 +17,13 @@ import uvicorn
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
+from adapters.nats.relay import Relay
 from adapters.nats.streams import connect
 from adapters.transient import TRANSIENT, Backoff
-from entrypoints import bootstrap
+from entrypoints import bootstrap, role_metrics
 from entrypoints.api_workers import api_workers
 from entrypoints.container import Container
+from entrypoints.metrics_server import MetricsServer, Refresh, serve_metrics
 from entrypoints.settings import Settings
 
 log = structlog.get_logger()
@@ -84,20 +86,26 @@ async def _serve_saga(settings: Settings) -> None:
     database_url, _ = settings.require_services()
     stop = _stop_on_signals()
     role = bootstrap.Role("saga")
-    container = await asyncio.to_thread(
-        _build_when_reachable,
-        database_url,
-        stop.is_set,
-        **bootstrap.container_options(settings, role),
-    )
-    if container is None:
-        return
+    metrics = await serve_metrics(settings, role)
     try:
-        runnable = bootstrap.build_saga(settings, container)
-        log.info("role.started", role="saga")
-        await runnable.run(stop)
+        container = await asyncio.to_thread(
+            _build_when_reachable,
+            database_url,
+            stop.is_set,
+            **bootstrap.container_options(settings, role),
+        )
+        if container is None:
+            return
+        try:
+            runnable = bootstrap.build_saga(settings, container)
+            if metrics is not None:
+                metrics.refresh = role_metrics.saga_refresh(container)
+            log.info("role.started", role="saga")
+            await runnable.run(stop)
+        finally:
+            container.close()
     finally:
-        container.close()
+        await _close(metrics)
 
 
 def _build_when_reachable(
@@ -157,28 +165,55 @@ async def _serve(
     role: bootstrap.Role,
     build: Callable[[Settings, Container, JetStreamContext], bootstrap.Runnable],
 ) -> None:
-    """Wait for the database and the broker, build the role, run it until a stop."""
+    """Wait for the database and the broker, build the role, run it until a stop.
+    Its /metrics answers from the start: a role still waiting is alive."""
     database_url, nats_url = settings.require_services()
     stop = _stop_on_signals()
-    container = await asyncio.to_thread(
-        _build_when_reachable,
-        database_url,
-        stop.is_set,
-        **bootstrap.container_options(settings, role),
-    )
-    if container is None:
-        return
-    nc = await _connect_when_reachable(nats_url, f"club-{'-'.join(role.argv)}", stop)
-    if nc is None:
-        container.close()
-        return
+    metrics = await serve_metrics(settings, role)
     try:
-        runnable = build(settings, container, nc.jetstream())
-        log.info("role.started", role=" ".join(role.argv))
-        await _run_until_stopped(runnable, stop)
+        container = await asyncio.to_thread(
+            _build_when_reachable,
+            database_url,
+            stop.is_set,
+            **bootstrap.container_options(settings, role),
+        )
+        if container is None:
+            return
+        name = f"club-{'-'.join(role.argv)}"
+        nc = await _connect_when_reachable(nats_url, name, stop)
+        if nc is None:
+            container.close()
+            return
+        try:
+            runnable = build(settings, container, nc.jetstream())
+            if metrics is not None:
+                metrics.refresh = _own_hop(role, container, nc.jetstream(), runnable)
+            log.info("role.started", role=" ".join(role.argv))
+            await _run_until_stopped(runnable, stop)
+        finally:
+            await nc.close()
+            container.close()
     finally:
-        await nc.close()
-        container.close()
+        await _close(metrics)
+
+
+def _own_hop(
+    role: bootstrap.Role,
+    container: Container,
+    js: JetStreamContext,
+    runnable: bootstrap.Runnable,
+) -> Refresh:
+    """What this role reads about its own hop at each scrape."""
+    if isinstance(runnable, Relay):
+        return role_metrics.relay_refresh(container, runnable)
+    return role_metrics.consumer_refresh(
+        container, js, role.name, projection=role.kind == "projector"
+    )
+
+
+async def _close(metrics: MetricsServer | None) -> None:
+    if metrics is not None:
+        await metrics.close()
 
 
 async def _run_until_stopped(runnable: bootstrap.Runnable, stop: asyncio.Event) -> None:
