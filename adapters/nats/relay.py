@@ -32,7 +32,7 @@ from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
-from adapters.metrics import DEAD_LETTERS
+from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
 from adapters.postgres.owners import DEFAULT_OWNER
 from adapters.reasons import describe, one_line
@@ -169,6 +169,7 @@ class Relay:
         new_position = batch.notifications[-1].id
         self._prefetch(new_position)  # read and map the next batch while acks arrive
         await self._await_acks(futures)
+        EVENTS_PUBLISHED.inc(len(batch.envelopes))
         crash_point("relay.after_puback")
         await asyncio.to_thread(self.lease.advance, epoch, new_position)
         self._renewed_at = time.monotonic()  # advancing extended the lease
