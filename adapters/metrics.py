@@ -137,3 +137,9 @@ def observe_wait(consumer: str, num_delivered: int, stored_at: datetime | None) 
         return
     waited = (datetime.now(UTC) - stored_at).total_seconds()
     CONSUMER_WAIT.labels(consumer=consumer).observe(max(waited, 0.0))
+
+
+def count_retries(consumer: str, kind: str, count: int = 1) -> None:
+    """`kind`: transient or unknown (`class` is the label, a Python keyword)."""
+    if count:
+        RETRIES.labels(consumer=consumer, **{"class": kind}).inc(count)
