@@ -10,8 +10,10 @@ Nothing a message contains can stop the runner:
   with its reason before it is terminated, so nothing is dropped silently;
 - a batch that fails for a reason other than the connection is applied again one
   event per SAVEPOINT: the healthy ones commit and are acked; each event that fails
-  alone (a poison event) is NAKed with a growing delay and, once JetStream has
-  delivered it `poison_attempts` times, dead-lettered with its reason and owner;
+  alone (a poison event) is NAKed with a growing delay (its first failure's time
+  written in the same transaction, adapters/postgres/first_failures.py) and, once
+  JetStream has delivered it `poison_attempts` times, dead-lettered with its
+  reason, its owner (CLUB_DLQ_OWNERS, by the event's type) and that time;
 - a failure of the connection (TRANSIENT) NAKs the batch and is waited out.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from datetime import UTC, datetime
 from uuid import UUID
 
 import attrs
@@ -30,8 +33,15 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
-from adapters.metrics import CONTRACT_CONFLICTS, POISON_EVENTS
-from adapters.nats.dead_letters import Unreadable, dead_letter
+from adapters.metrics import (
+    CONTRACT_CONFLICTS,
+    DUPLICATES_SKIPPED,
+    EVENTS_APPLIED,
+    POISON_EVENTS,
+    count_retries,
+    observe_wait,
+)
+from adapters.nats.dead_letters import Owner, Unreadable, dead_letter
 from adapters.nats.dlq import ensure_replay_consumer, original_subject, replay_durable
 from adapters.nats.streams import (
     ACK_WAIT_S,
@@ -47,12 +57,14 @@ from adapters.postgres.inbox import (
     apply_batch,
     apply_isolated,
 )
-from adapters.postgres.owners import owner_of
+from adapters.postgres import first_failures
+from adapters.postgres.first_failures import FailureKey
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.mapping import UnknownSchemaError
 from application.contracts.meaning import meaning_digest
+from application.dlq_owners import DlqOwners
 
 log = structlog.get_logger()
 
@@ -91,6 +103,7 @@ class ConsumerRunner:
         apply: Apply,
         js: JetStreamContext,
         engine: sa.Engine,
+        owner: Owner | None = None,
         batch_size: int = 256,
         fetch_timeout: float = 1.0,
         ack_wait: float = ACK_WAIT_S,
@@ -102,6 +115,8 @@ class ConsumerRunner:
         self._apply = apply
         self._js = js
         self._engine = engine
+        # None: no rules, every dead letter names the default owner.
+        self._owner = owner or DlqOwners().for_consumer(name)
         self._batch_size = batch_size
         self._fetch_timeout = fetch_timeout
         self._ack_wait = ack_wait
@@ -157,6 +172,8 @@ class ConsumerRunner:
         """`replayed`: messages a DLQ replay handed back (CLUB_REPLAY): applied like
         the live ones, but their sequence numbers are not the stream position."""
         crash_point("consumer.after_receive")
+        for msg in msgs:
+            observe_wait(self.name, msg.metadata.num_delivered, msg.metadata.timestamp)
         read = [_read(msg) for msg in msgs]
         readable = [item for item in read if isinstance(item, Incoming)]
         unreadable = [item for item in read if isinstance(item, Unreadable)]
@@ -167,18 +184,32 @@ class ConsumerRunner:
             )
         except TRANSIENT as e:
             log.warning("consumer.batch_failed", consumer=self.name, error=repr(e))
+            count_retries(self.name, "transient", len(msgs))
             for msg in msgs:
                 with contextlib.suppress(*TRANSIENT):  # else redelivered after ack_wait
                     await msg.nak(delay=NAK_DELAY_S)
             raise
         crash_point("consumer.after_commit")
+        EVENTS_APPLIED.labels(consumer=self.name).inc(outcome.applied)
+        DUPLICATES_SKIPPED.labels(consumer=self.name).inc(outcome.duplicates)
+        count_retries(self.name, "unknown", len(outcome.retrying))  # poison, NAKed
         outcome.dead.extend(unreadable)
         unsettled = {id(item.msg) for item in outcome.dead}
         unsettled |= {id(item.msg) for item in outcome.retrying}
         if outcome.dead:
-            owner = await asyncio.to_thread(owner_of, self._engine, self.name)
+            firsts = await self._first_failures(outcome.dead)
             for dead in outcome.dead:
-                await dead_letter(self._js, self.name, dead, owner, ORDER_NOTE)
+                await dead_letter(
+                    self._js,
+                    self.name,
+                    dead,
+                    self._owner,
+                    ORDER_NOTE,
+                    first_failed_at=firsts.get(id(dead), datetime.now(UTC))
+                    if firsts is not None
+                    else None,
+                )
+            await self._forget([dead.msg for dead in outcome.dead])
         for retry in outcome.retrying:
             await retry.msg.nak(delay=self._poison_delay(retry.msg))
         for msg in msgs:
@@ -188,6 +219,45 @@ class ConsumerRunner:
 
     async def _acknowledge(self, msg: Msg) -> None:
         await msg.ack()
+
+    async def _first_failures(
+        self, dead: list[Unreadable]
+    ) -> dict[int, datetime] | None:
+        """Each dead letter's recorded first failure, by `id(item)`; one not there
+        fails for the first time now. None: the table could not be read, and the
+        entries say nothing rather than a wrong time."""
+        keys = {id(d): self._key(d.msg) for d in dead if _redelivered(d.msg)}
+        if not keys:
+            return {}
+
+        def read() -> dict[FailureKey, datetime]:
+            with self._engine.connect() as conn:
+                return first_failures.first(conn, list(keys.values()))
+
+        try:
+            found = await asyncio.to_thread(read)
+        except TRANSIENT as e:
+            log.warning("consumer.first_failure_unread", error=describe(e))
+            return None
+        return {item: found[key] for item, key in keys.items() if key in found}
+
+    async def _forget(self, msgs: list[Msg]) -> None:
+        keys = [self._key(msg) for msg in msgs if _redelivered(msg)]
+        if not keys:
+            return
+
+        def forget() -> None:
+            with self._engine.begin() as conn:
+                first_failures.forget(conn, keys)
+
+        try:
+            await asyncio.to_thread(forget)
+        except TRANSIENT as e:  # a row left over is harmless
+            log.warning("consumer.first_failure_kept", error=describe(e))
+
+    def _key(self, msg: Msg) -> FailureKey:
+        meta = msg.metadata
+        return FailureKey(self.name, meta.stream, meta.sequence.stream, meta.timestamp)
 
     def _commit(
         self, batch: list[Incoming], dead_seqs: list[int], *, moves_position: bool
@@ -221,6 +291,9 @@ class ConsumerRunner:
             # Settled messages only: the position never claims a pending retry.
             if last := max([*dead_seqs, *settled], default=0):
                 advance(conn, self.name, last)
+            # With the attempt it times: a retry's first failure, for its dead letter.
+            failed = [self._key(item.msg) for item in outcome.retrying]
+            first_failures.record(conn, failed, datetime.now(UTC))
         return outcome
 
     def _outcome(self, batch: list[Incoming], result: Applied) -> BatchOutcome:
@@ -277,6 +350,10 @@ class ConsumerRunner:
         )
         reason = f"contract-conflict: event {event_id} seen with another meaning"
         return Unreadable(item.msg, seq, reason)
+
+
+def _redelivered(msg: Msg) -> bool:
+    return int(msg.metadata.num_delivered or 1) > 1
 
 
 def _read(msg: Msg) -> Incoming | Unreadable:
