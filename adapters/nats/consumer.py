@@ -49,6 +49,8 @@ from adapters.nats.streams import (
     REPLAY_STREAM,
     ensure_consumer,
 )
+from adapters.postgres import first_failures
+from adapters.postgres.first_failures import FailureKey
 from adapters.postgres.inbox import (
     Applied,
     Apply,
@@ -57,8 +59,6 @@ from adapters.postgres.inbox import (
     apply_batch,
     apply_isolated,
 )
-from adapters.postgres import first_failures
-from adapters.postgres.first_failures import FailureKey
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope, MalformedEnvelopeError

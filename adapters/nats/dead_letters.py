@@ -1,11 +1,15 @@
 """Copy a message a consumer will not apply to CLUB_DLQ, then terminate it.
 
 The copy carries the payload (a terminated message's advisory carries none), where
-it came from, how often it was delivered, why it was given up and who answers for
-it, so an operator can read, fix and replay it.
+it came from, how often it was delivered, when it first failed, why it was given up
+and who answers for it (by consumer and event type, CLUB_DLQ_OWNERS), so an operator
+can read, fix and replay it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
 
 import attrs
 import structlog
@@ -13,13 +17,16 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from adapters.metrics import DEAD_LETTERS
-from adapters.nats.dlq import REPLAY_HEADER, original_subject
+from adapters.nats.dlq import REPLAY_HEADER, event_type_of, original_subject
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.reasons import one_line
 
 log = structlog.get_logger()
 
 NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024
+
+# One consumer's owner rules: the event's type ("" when unreadable) -> the owner.
+Owner = Callable[[str], str]
 
 
 @attrs.frozen
@@ -35,30 +42,39 @@ async def dead_letter(
     js: JetStreamContext,
     consumer: str,
     item: Unreadable,
-    owner: str,
+    owner: Owner,
     order: str = "",
+    *,
+    first_failed_at: datetime | None,
 ) -> None:
     """`order` says why later events of the same aggregate need not wait behind
-    this one (or that they do), so the operator knows what a replay will meet."""
+    this one (or that they do), so the operator knows what a replay will meet.
+    `first_failed_at`: this message's first failed attempt (this one, if it is the
+    first); None when it could not be read (the entry then says nothing)."""
     meta = item.msg.metadata
     original = dict(item.msg.headers or {})
     replayed = REPLAY_HEADER in original  # keep where it first came from
+    subject = original_subject(item.msg.subject, original)
+    # The subject names the type even when the body is unreadable.
+    named = one_line(owner(event_type_of(subject)))
     # JetStream acts on its own headers (Nats-Expected-Stream, Nats-Rollup, ...):
     # copied, a publisher's would make this copy fail on every redelivery.
     headers = {k: v for k, v in original.items() if not k.lower().startswith("nats-")}
     reason = one_line(item.reason)
     headers.update(
         {
-            "Club-Original-Subject": original_subject(item.msg.subject, original),
+            "Club-Original-Subject": subject,
             "Club-Delivery-Count": str(meta.num_delivered),
             "Club-Reason": reason,
-            "Club-Owner": one_line(owner),
+            "Club-Owner": named,
             "Club-Order": one_line(order or "not stated"),
             # This delivery dead-lettered twice (a crash before the term) is one
             # entry; the same event failing again after a replay is a new one.
             "Nats-Msg-Id": f"{consumer}:{meta.stream}:{item.stream_seq}",
         }
     )
+    if first_failed_at is not None:
+        headers["Club-First-Failed-At"] = first_failed_at.isoformat()
     if not replayed:
         headers["Club-Original-Stream-Seq"] = str(item.stream_seq)
         headers["Club-Original-Msg-Id"] = original.get("Nats-Msg-Id", "")
@@ -80,7 +96,7 @@ async def dead_letter(
         consumer=consumer,
         stream_seq=item.stream_seq,
         reason=reason,
-        owner=owner,
+        owner=named,
     )
     DEAD_LETTERS.labels(consumer=consumer, reason=reason.split(":")[0]).inc()
     await item.msg.term()

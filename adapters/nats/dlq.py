@@ -33,6 +33,7 @@ from adapters.nats.streams import (
 
 REPLAY_PREFIX = REPLAY_SUBJECTS.removesuffix(".>")
 EVENTS_PREFIX = EVENTS_SUBJECTS.removesuffix(".>")
+EVENT_SUBJECT_TOKENS = 4  # club.events.<aggregate>.<Type>
 REPLAY_HEADER = "Club-Replay"  # the DLQ entry it came from: consumers try afresh
 
 
@@ -46,7 +47,9 @@ class DeadLetter:
     reason: str
     owner: str
     deliveries: int | None
-    first_failed_at: datetime | None  # when the original became due (stored)
+    # The consumer's first failed attempt of this message (None: not recorded, as in
+    # entries written before it was); a replay that fails again starts anew.
+    first_failed_at: datetime | None
     last_failed_at: datetime  # when it was dead-lettered
     data: bytes
     headers: dict[str, str]
@@ -123,7 +126,7 @@ async def hand_back(js: JetStreamContext, entry: DeadLetter) -> None:
 
 def _entry(raw: RawStreamMsg) -> DeadLetter:
     headers = {str(k): str(v) for k, v in (raw.headers or {}).items()}
-    stored = headers.get("Club-Original-Stored-At")
+    first = headers.get("Club-First-Failed-At")
     return DeadLetter(
         dlq_seq=int(raw.seq or 0),
         consumer=str(raw.subject or "").removeprefix("club.dlq."),
@@ -133,11 +136,26 @@ def _entry(raw: RawStreamMsg) -> DeadLetter:
         reason=headers.get("Club-Reason", ""),
         owner=headers.get("Club-Owner", ""),
         deliveries=_int(headers.get("Club-Delivery-Count")),
-        first_failed_at=datetime.fromisoformat(stored) if stored else None,
+        first_failed_at=_time(first),
         last_failed_at=raw.time or datetime.now(UTC),
         data=raw.data or b"",
         headers=headers,
     )
+
+
+def event_type_of(subject: str) -> str:
+    """The type a subject names (`club.events.<aggregate>.<Type>`), or "" if none."""
+    parts = subject.split(".")
+    if len(parts) == EVENT_SUBJECT_TOKENS and subject.startswith(f"{EVENTS_PREFIX}."):
+        return parts[-1] if parts[-1].isidentifier() else ""
+    return ""
+
+
+def _time(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:  # an entry published by someone else: not a time
+        return None
 
 
 def _int(text: str | None) -> int | None:

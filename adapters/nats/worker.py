@@ -10,8 +10,10 @@ into the broker's verbs:
 - `Done`: ack (after the state committed; a crash before the ack redelivers it,
   and the recorded state recognises it);
 - `Retry(delay)`: NAK with that delay (exponential, jittered, capped, bounded by
-  the use case's attempt limit; a provider's Retry-After is obeyed);
-- `GiveUp(reason)`: copy to `CLUB_DLQ` with the reason and the owner, then terminate;
+  the use case's attempt limit; a provider's Retry-After is obeyed), the first
+  such failure's time recorded (adapters/postgres/first_failures.py);
+- `GiveUp(reason)`: copy to `CLUB_DLQ` with the reason, the owner (by the event's
+  type) and the first failure's time, then terminate;
 - a message that cannot be read: dead-lettered at once (permanent);
 - our own database unreachable: NAK with a backoff delay (transient), never a DLQ;
 - any other error (a bug this message meets): NAK with a growing delay, and after
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 import structlog
 from nats.aio.msg import Msg
@@ -31,7 +34,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
-from adapters.nats.dead_letters import Unreadable, dead_letter
+from adapters.nats.dead_letters import Owner, Unreadable, dead_letter
 from adapters.nats.dlq import (
     REPLAY_HEADER,
     ensure_replay_consumer,
@@ -44,6 +47,7 @@ from adapters.nats.streams import (
     REPLAY_STREAM,
     ensure_consumer,
 )
+from adapters.postgres.first_failures import FailureKey, FirstFailures
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
@@ -111,7 +115,8 @@ class Worker:
         name: str,
         js: JetStreamContext,
         job: Job,
-        owner: Callable[[], str],
+        owner: Owner,
+        failures: FirstFailures,
         concurrency: int = 8,
         rate: RateLimit | None = None,
         fetch_timeout: float = 1.0,
@@ -120,6 +125,7 @@ class Worker:
         self._js = js
         self._job = job
         self._owner = owner
+        self._failures = failures
         self._concurrency = concurrency
         self._rate = rate
         self._fetch_timeout = fetch_timeout
@@ -187,26 +193,67 @@ class Worker:
             if delivered >= POISON_ATTEMPTS:
                 await self._give_up(msg, seq, f"poison: {describe(e)}")
             else:
+                await self._failed(msg)
                 await _quietly(msg.nak(delay=POISON_DELAY_S * 2 ** (delivered - 1)))
             return
         match outcome:
             case None:  # an event that asks this work class for nothing
                 await _quietly(msg.ack())
+                await self._forget_failures(msg)
             case Done():
                 crash_point("worker.after_commit")  # state committed, not acked
                 await _quietly(msg.ack())
+                await self._forget_failures(msg)
             case Retry(delay=delay, reason=reason):
                 log.info(
                     "worker.retry_later", worker=self.name, delay=delay, reason=reason
                 )
+                await self._failed(msg)
                 await _quietly(msg.nak(delay=delay))
             case GiveUp(reason=reason):
                 await self._give_up(msg, seq, reason)
 
     async def _give_up(self, msg: Msg, seq: int, reason: str) -> None:
-        owner = await asyncio.to_thread(self._owner)
+        first: datetime | None = datetime.now(UTC)  # unless an earlier one failed
+        if _redelivered(msg):
+            try:
+                first = await asyncio.to_thread(self._failures.first, self._key(msg))
+                first = first or datetime.now(UTC)
+            except TRANSIENT as e:  # the entry says "not known" rather than wait
+                log.warning("worker.first_failure_unread", error=describe(e))
+                first = None
         item = Unreadable(msg, seq, reason)
-        await dead_letter(self._js, self.name, item, owner, ORDER_NOTE)
+        await dead_letter(
+            self._js, self.name, item, self._owner, ORDER_NOTE, first_failed_at=first
+        )
+        await self._forget_failures(msg)
+
+    async def _failed(self, msg: Msg) -> None:
+        """Its first failure's time, for the dead letter it may become (the broker
+        keeps none, and a NAK cannot add a header)."""
+        try:
+            now = datetime.now(UTC)
+            await asyncio.to_thread(self._failures.record, self._key(msg), now)
+        except TRANSIENT as e:  # the retry goes on; a later failure is recorded
+            log.warning("worker.first_failure_unrecorded", error=describe(e))
+
+    async def _forget_failures(self, msg: Msg) -> None:
+        """Settled: a failure recorded for it is no longer needed (a message handled
+        on its first delivery has none, and costs nothing here)."""
+        if not _redelivered(msg):
+            return
+        try:
+            await asyncio.to_thread(self._failures.forget, self._key(msg))
+        except TRANSIENT as e:  # a row left over is harmless
+            log.warning("worker.first_failure_kept", error=describe(e))
+
+    def _key(self, msg: Msg) -> FailureKey:
+        meta = msg.metadata
+        return FailureKey(self.name, meta.stream, meta.sequence.stream, meta.timestamp)
+
+
+def _redelivered(msg: Msg) -> bool:
+    return (msg.metadata.num_delivered or 1) > 1
 
 
 async def _quietly(verb: Awaitable[None]) -> None:
