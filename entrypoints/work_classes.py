@@ -15,7 +15,9 @@ from uuid import UUID
 import attrs
 from nats.js import JetStreamContext
 
+from adapters.nats.dead_letters import Owner
 from adapters.nats.worker import Job, RateLimit, Worker
+from adapters.postgres.first_failures import FirstFailures
 from application.contracts.envelope import Envelope
 from application.email import EmailProvider
 from application.notifications import (
@@ -34,8 +36,6 @@ from entrypoints.exports_wiring import (
     export_worker,
 )
 from entrypoints.settings import Settings
-
-Owner = Callable[[], str]
 
 
 @attrs.frozen(kw_only=True)
@@ -92,6 +92,7 @@ def _notification_worker(
         js=js,
         job=job,
         owner=owner,
+        failures=FirstFailures(deps.container.engine),
         concurrency=8,
         rate=RateLimit(deps.settings.email_rate_per_s),
     )
@@ -120,7 +121,11 @@ WORK_CLASSES: dict[str, WorkClass] = {
             deps.settings.export_max_age_seconds,
         ),
         worker=lambda deps, js, job, owner: export_worker(
-            js, job, owner, ack_wait=deps.settings.ack_wait_seconds
+            js,
+            job,
+            owner,
+            FirstFailures(deps.container.engine),
+            ack_wait=deps.settings.ack_wait_seconds,
         ),
     ),
 }
