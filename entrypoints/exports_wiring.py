@@ -10,7 +10,6 @@ reported (metric + warning) and still runs: late, never starved.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,9 +18,11 @@ from nats.js import JetStreamContext
 from adapters.exports.age_limit import over_age_reporter
 from adapters.exports.csv_files import CsvExportFiles
 from adapters.exports.names import SqlStudentNames
+from adapters.nats.dead_letters import Owner
 from adapters.nats.heartbeat import HeartbeatWorker
 from adapters.nats.streams import ACK_WAIT_S
 from adapters.nats.worker import Job, ensure_worker_consumer
+from adapters.postgres.first_failures import FirstFailures
 from application.contracts.envelope import Envelope
 from application.contracts.events import ExportRequestedV1
 from application.contracts.mapping import decode
@@ -86,7 +87,8 @@ def export_job(
 def export_worker(
     js: JetStreamContext,
     job: Job,
-    owner: Callable[[], str],
+    owner: Owner,
+    failures: FirstFailures,
     *,
     ack_wait: float = ACK_WAIT_S,
     concurrency: int = EXPORT_CONCURRENCY,
@@ -98,6 +100,7 @@ def export_worker(
         js=js,
         job=job,
         owner=owner,
+        failures=failures,
         concurrency=concurrency,
         ack_wait=ack_wait,
     )
