@@ -29,7 +29,6 @@ from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.inbox import Apply
-from adapters.postgres.owners import owner_of
 from adapters.postgres.rebuild import Rebuild
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.email_http import HttpEmailProvider
@@ -206,6 +205,7 @@ def build_projector(
         apply=apply,
         js=js,
         engine=container.engine,
+        owner=settings.dlq_owners.for_consumer(name),
         ack_wait=settings.ack_wait_seconds,
     )
 
@@ -224,9 +224,7 @@ def build_worker(
         container=container,
         email=email or HttpEmailProvider(settings.email_provider_url),
     )
-    return work.worker(
-        deps, js, work.job(deps), lambda: owner_of(container.engine, name)
-    )
+    return work.worker(deps, js, work.job(deps), settings.dlq_owners.for_consumer(name))
 
 
 def build_rebuild(container: Container, name: str) -> Rebuild:
