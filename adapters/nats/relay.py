@@ -34,11 +34,11 @@ from nats.js import JetStreamContext
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
-from adapters.postgres.owners import DEFAULT_OWNER
 from adapters.reasons import describe, one_line
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
 from application.contracts.mapping import published_envelope
+from application.dlq_owners import DEFAULT_OWNER
 
 log = structlog.get_logger()
 
