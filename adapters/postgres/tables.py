@@ -66,15 +66,6 @@ consumer_positions = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
 )
 
-# Who answers for a consumer's dead letters: named in each one's Club-Owner header
-# (a consumer without a row names DEFAULT_OWNER in adapters/postgres/owners.py).
-consumer_owners = sa.Table(
-    "consumer_owners",
-    metadata,
-    sa.Column("consumer", sa.Text, primary_key=True),
-    sa.Column("owner", sa.Text, nullable=False),
-)
-
 # When a consumer first failed a message it later dead-lettered (its first NAK for
 # a retry): the dead letter's Club-First-Failed-At. One row per message as JetStream
 # holds it; `stored_at` tells apart a recreated stream's reuse of a sequence.
