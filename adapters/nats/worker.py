@@ -34,6 +34,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
 from adapters.crash import crash_point
+from adapters.metrics import EVENTS_APPLIED, count_retries, observe_wait
 from adapters.nats.dead_letters import Owner, Unreadable, dead_letter
 from adapters.nats.dlq import (
     REPLAY_HEADER,
@@ -48,6 +49,7 @@ from adapters.nats.streams import (
     ensure_consumer,
 )
 from adapters.postgres.first_failures import FailureKey, FirstFailures
+from adapters.providers.metered import failures_seen, retry_class
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
@@ -168,6 +170,7 @@ class Worker:
 
     async def handle(self, msg: Msg) -> None:
         seq = msg.metadata.sequence.stream
+        observe_wait(self.name, msg.metadata.num_delivered, msg.metadata.timestamp)
         subject = original_subject(msg.subject, msg.headers)
         try:
             envelope = Envelope.from_json(subject, msg.data)
@@ -178,8 +181,10 @@ class Worker:
         if self._rate is not None:
             await self._rate.wait()
         try:
-            outcome = await self._job(envelope, replayed)
+            with failures_seen() as seen:  # the provider's, for the retry's class
+                outcome = await self._job(envelope, replayed)
         except TRANSIENT as e:  # our database: nothing decided, try again later
+            count_retries(self.name, "transient")
             delay = Backoff().next_delay()
             log.warning("worker.retry", worker=self.name, error=describe(e))
             await _quietly(msg.nak(delay=delay))
@@ -193,21 +198,25 @@ class Worker:
             if delivered >= POISON_ATTEMPTS:
                 await self._give_up(msg, seq, f"poison: {describe(e)}")
             else:
+                count_retries(self.name, "unknown")
                 await self._failed(msg)
                 await _quietly(msg.nak(delay=POISON_DELAY_S * 2 ** (delivered - 1)))
             return
         match outcome:
             case None:  # an event that asks this work class for nothing
+                EVENTS_APPLIED.labels(consumer=self.name).inc()
                 await _quietly(msg.ack())
                 await self._forget_failures(msg)
             case Done():
                 crash_point("worker.after_commit")  # state committed, not acked
+                EVENTS_APPLIED.labels(consumer=self.name).inc()
                 await _quietly(msg.ack())
                 await self._forget_failures(msg)
             case Retry(delay=delay, reason=reason):
                 log.info(
                     "worker.retry_later", worker=self.name, delay=delay, reason=reason
                 )
+                count_retries(self.name, retry_class(seen))
                 await self._failed(msg)
                 await _quietly(msg.nak(delay=delay))
             case GiveUp(reason=reason):
