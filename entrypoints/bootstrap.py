@@ -32,6 +32,7 @@ from adapters.postgres.inbox import Apply
 from adapters.postgres.rebuild import Rebuild
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.email_http import HttpEmailProvider
+from adapters.providers.metered import MeteredEmailProvider, MeteredPaymentProvider
 from adapters.providers.payment_crash import CrashPointProvider
 from adapters.providers.payment_http import HttpPaymentProvider
 from application.club import ClubApplication
@@ -169,7 +170,7 @@ def build_saga(
     http = provider or HttpPaymentProvider(settings.payment_provider_url)
     saga = PurchaseSaga(
         purchases=Purchases(container.app),
-        provider=CrashPointProvider(http),
+        provider=CrashPointProvider(MeteredPaymentProvider(http)),
         policy=settings.saga_policy,
     )
     return SagaProcess(
@@ -222,7 +223,9 @@ def build_worker(
     deps = WorkDeps(
         settings=settings,
         container=container,
-        email=email or HttpEmailProvider(settings.email_provider_url),
+        email=MeteredEmailProvider(
+            email or HttpEmailProvider(settings.email_provider_url)
+        ),
     )
     return work.worker(deps, js, work.job(deps), settings.dlq_owners.for_consumer(name))
 
