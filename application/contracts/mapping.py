@@ -94,7 +94,7 @@ def to_envelope(domain_event: Any) -> Envelope | None:
         aggregate_id=domain_event.originator_id,
         aggregate_version=domain_event.originator_version,
         occurred_at=domain_event.timestamp,
-        data=published.to_data(),
+        published=published,
     )
 
 
