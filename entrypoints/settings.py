@@ -12,10 +12,13 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from adapters.nats.streams import DUPLICATE_WINDOW_S
 from application.contracts.events import READERS
 from application.dlq_owners import DlqOwners, OwnerRulesError
 from application.saga import SagaPolicy
+from entrypoints import retention
 from entrypoints.masking import masked
+from entrypoints.retention import Retention, RetentionError
 
 
 class ConfigError(ValueError):
@@ -52,6 +55,8 @@ class Settings:
     metrics_port: int | None = None
     # Who answers for each consumer's dead letters (CLUB_DLQ_OWNERS).
     dlq_owners: DlqOwners = attrs.Factory(DlqOwners)
+    # How long each store keeps what it holds, tied together (entrypoints/retention.py).
+    retention: Retention = attrs.Factory(Retention)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -86,6 +91,7 @@ class Settings:
             metrics_host=env.get("CLUB_METRICS_HOST") or "127.0.0.1",
             metrics_port=_optional_port(env, "CLUB_METRICS_PORT"),
             dlq_owners=_dlq_owners(env.get("CLUB_DLQ_OWNERS", "")),
+            retention=_retention(env),
         )
 
     def require_services(self) -> tuple[str, str]:
@@ -109,6 +115,35 @@ def _dlq_owners(text: str) -> DlqOwners:
         )
     except OwnerRulesError as e:
         raise ConfigError(f"CLUB_DLQ_OWNERS: {e}") from None
+
+
+def _retention(env: Mapping[str, str]) -> Retention:
+    """Refused at start-up, by every role and `club up` alike, when the stores'
+    retentions break their tie: one line naming both settings and the fix."""
+    base = Retention()
+    try:
+        chosen = Retention(
+            stream_s=retention.duration(
+                retention.STREAM, env.get(retention.STREAM), base.stream_s
+            ),
+            dead_letters_s=retention.duration(
+                retention.DLQ, env.get(retention.DLQ), base.dead_letters_s
+            ),
+            inbox_s=retention.duration(
+                retention.INBOX, env.get(retention.INBOX), base.inbox_s
+            ),
+            answers_s=retention.duration(
+                retention.ANSWERS, env.get(retention.ANSWERS), base.answers_s
+            ),
+            exports_s=retention.duration(
+                retention.EXPORTS, env.get(retention.EXPORTS), base.exports_s
+            ),
+        )
+    except RetentionError as e:
+        raise ConfigError(str(e)) from None
+    if problem := chosen.problem(DUPLICATE_WINDOW_S):
+        raise ConfigError(problem)
+    return chosen
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
