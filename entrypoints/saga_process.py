@@ -18,13 +18,17 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from adapters.crash import crash_point
+from adapters.metrics import count_retries
 from adapters.postgres.deadlines import Claim, SagaDeadlines
 from adapters.postgres.saga_feed import SagaFeed
+from adapters.providers.metered import failures_seen
+from adapters.transient import TRANSIENT
 from application.errors import NotFoundError
 from application.saga_runner import PurchaseSaga
 
 log = structlog.get_logger()
 CLAIM_BATCH = 16
+SAGA = "saga"  # its `consumer` label on the retry counter
 MAX_ERROR_DELAY_S = 30.0
 
 
@@ -64,13 +68,16 @@ class SagaProcess:
     def _advance(self, claim: Claim) -> None:
         pid = claim.purchase_id
         try:
-            next_due = self._saga.advance(pid, self._clock())
+            with failures_seen() as seen:
+                next_due = self._saga.advance(pid, self._clock())
         except NotFoundError:  # woken for no purchase: nothing will ever be due
             self._deadlines.release(claim, None, "no such purchase")
             return
         except Exception as error:  # one purchase must not stop the rest
             # Retried later with a growing pause; the purchase's state is intact
             # (every step saved, or refused, whole).
+            kind = "transient" if isinstance(error, TRANSIENT) else "unknown"
+            count_retries(SAGA, kind)
             failures = self._failures.get(pid, 0) + 1
             self._failures[pid] = failures
             delay = min(MAX_ERROR_DELAY_S, 0.5 * 2**failures) * random.uniform(0.5, 1)  # noqa: S311
@@ -80,6 +87,11 @@ class SagaProcess:
             )
             return
         self._failures.pop(pid, None)
+        # Each transient or unknown provider answer becomes a later try (charge
+        # again, look the payment up, refund again): a retry of that class.
+        for kind in seen:
+            if kind != "permanent":
+                count_retries(SAGA, kind)
         crash_point("saga.after_step")
         if not self._deadlines.release(claim, next_due):
             log.info("saga.claim_lost", purchase_id=str(pid))
