@@ -10,7 +10,7 @@ import structlog
 
 from adapters.crash import check_crash_setting
 from adapters.nats.streams import CredentialsRefusedError, ReplicasSettingError
-from entrypoints import bootstrap, demo, dlq, maintenance, status
+from entrypoints import bootstrap, demo, dlq, maintenance, status, trace
 from entrypoints.masking import mask_log_event, masked
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS
 from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
@@ -214,6 +214,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_commands(sub)
     dlq.add_commands(sub)
     status.add_commands(sub)
+    trace.add_commands(sub)
     return parser
 
 
