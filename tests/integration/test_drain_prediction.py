@@ -16,9 +16,10 @@ import pytest
 
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.nats.worker import RateLimit, Worker
-from adapters.postgres.owners import owner_of
+from adapters.postgres.first_failures import FirstFailures
 from adapters.providers.email_http import HttpEmailProvider
 from application.commands import EnrollStudent, ScheduleLesson
+from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
 from domain.student import StudentProfile
 from entrypoints import work_classes
@@ -88,7 +89,8 @@ def test_the_predicted_drain_is_within_15_percent_of_the_measured(
             name=work_classes.NOTIFICATIONS,
             js=js,
             job=work_classes.notification_job(container, provider, quiet),
-            owner=lambda: owner_of(container.engine, work_classes.NOTIFICATIONS),
+            owner=DlqOwners().for_consumer(work_classes.NOTIFICATIONS),
+            failures=FirstFailures(container.engine),
             concurrency=4,
             rate=RateLimit(SERVICE_PER_S),
         )

@@ -27,7 +27,7 @@ from adapters.exports.csv_files import CsvExportFiles
 from adapters.nats.dlq import DeadLetter, dead_letters
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.nats.worker import Worker, ensure_worker_consumer
-from adapters.postgres.owners import owner_of
+from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.tables import notifications
 from adapters.providers.email_http import HttpEmailProvider
 from application.commands import EnrollStudent, ScheduleLesson
@@ -48,6 +48,7 @@ from entrypoints.exports_wiring import (
 )
 from entrypoints.problems import install_error_handlers
 from entrypoints.routes import operations
+from entrypoints.settings import Settings
 from tests.integration.helpers import make_relay, relay_all, with_js
 from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir
@@ -189,12 +190,21 @@ class Gated(CsvExportFiles):
                 self._busy -= 1
 
 
+# Owners as a deployment configures them (CLUB_DLQ_OWNERS, read by Settings).
+OWNERS = Settings.from_env(
+    {"CLUB_DLQ_OWNERS": "exports/ExportRequested=team-exports"}
+).dlq_owners
+
+
 def export_worker_for(container, data_dir: Path, files=None, **kw) -> Callable:
     runner = export_runner(container, data_dir, files=files, policy=FAST, **kw)
 
     def make(js: JetStreamContext) -> Worker:
         return export_worker(
-            js, job_for(runner), lambda: owner_of(container.engine, EXPORTS)
+            js,
+            job_for(runner),
+            OWNERS.for_consumer(EXPORTS),
+            FirstFailures(container.engine),
         )
 
     return make
@@ -450,12 +460,17 @@ def test_a_long_export_keeps_its_lease_with_in_progress_acks(
     runner = export_runner(container, data_dir, files=files, policy=FAST)
 
     def make(js: JetStreamContext) -> Worker:
-        owner = lambda: owner_of(container.engine, durable)  # noqa: E731
+        owner, failures = OWNERS.for_consumer(durable), FirstFailures(container.engine)
         if keeps_lease:
             # No ack_wait given: the beat follows the durable's 1 s, not 30 s.
-            return export_worker(js, job_for(runner), owner, name=durable)
+            return export_worker(js, job_for(runner), owner, failures, name=durable)
         return Worker(
-            name=durable, js=js, job=job_for(runner), owner=owner, concurrency=2
+            name=durable,
+            js=js,
+            job=job_for(runner),
+            owner=owner,
+            failures=failures,
+            concurrency=2,
         )
 
     with running(servers[1], make):
@@ -515,7 +530,8 @@ def test_a_pile_of_exports_does_not_delay_a_confirmation_email(
             name=work_classes.NOTIFICATIONS,
             js=js,
             job=work_classes.notification_job(container, provider, FAST),
-            owner=lambda: owner_of(container.engine, work_classes.NOTIFICATIONS),
+            owner=OWNERS.for_consumer(work_classes.NOTIFICATIONS),
+            failures=FirstFailures(container.engine),
             concurrency=8,
         )
 
@@ -571,8 +587,14 @@ def test_one_shared_pool_would_make_the_email_wait_behind_the_pile(
         return await job(envelope, replayed)
 
     def one_pool(js: JetStreamContext) -> Worker:
-        owner = lambda: owner_of(container.engine, shared)  # noqa: E731
-        return Worker(name=shared, js=js, job=either, owner=owner, concurrency=2)
+        return Worker(
+            name=shared,
+            js=js,
+            job=either,
+            owner=OWNERS.for_consumer(shared),
+            failures=FirstFailures(container.engine),
+            concurrency=2,
+        )
 
     try:
         with running(servers[1], one_pool):
@@ -627,5 +649,5 @@ def test_a_forged_request_for_no_export_is_dead_lettered_with_the_reason(
         eventually(dead_lettered)
     [entry] = [e for e in found if str(forged_id) in e.reason]
     assert entry.reason == f"export {forged_id} is not in the event store"
-    assert entry.owner == owner_of(container.engine, EXPORTS)
+    assert entry.owner == "team-exports"  # by the rule for this consumer and type
     assert forged_id not in files.writes

@@ -23,9 +23,10 @@ from eventsourcing.persistence import StoredEvent
 from fastapi.testclient import TestClient
 
 from adapters.nats.worker import Worker
-from adapters.postgres.owners import owner_of
+from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.tables import notifications
 from adapters.providers.email_http import HttpEmailProvider
+from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
 from entrypoints import work_classes
 from entrypoints.chain_status import ChainStatus, as_json, read_chain
@@ -223,7 +224,8 @@ def test_after_a_worker_drains_the_backlog_it_is_on_time(migrated, container, sa
             name=work_classes.NOTIFICATIONS,
             js=js,
             job=work_classes.notification_job(container, provider, FAST),
-            owner=lambda: owner_of(container.engine, work_classes.NOTIFICATIONS),
+            owner=DlqOwners().for_consumer(work_classes.NOTIFICATIONS),
+            failures=FirstFailures(container.engine),
             concurrency=4,
         )
         stop = asyncio.Event()
