@@ -177,3 +177,19 @@ refused_webhooks = sa.Table(
     sa.Column("body_bytes", sa.Integer, nullable=False),
     sa.Column("received_at", sa.DateTime(timezone=True), server_default=now),
 )
+
+# Retention (adapters/postgres/retention.py) deletes the oldest rows in batches, and
+# `club status` reads each table's oldest row: both walk these indexes.
+sa.Index("inbox_applied_at", inbox.c.applied_at)
+sa.Index("request_answers_created_at", request_answers.c.created_at)
+
+# How far each consumer's inbox was trimmed: events that occurred before
+# `occurred_before` may have lost their rows, so a delivery of one that finds no row
+# is refused as already handled, never applied again (a rebuild reapplies them).
+inbox_horizons = sa.Table(
+    "inbox_horizons",
+    metadata,
+    sa.Column("consumer", sa.Text, primary_key=True),
+    sa.Column("occurred_before", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
+)
