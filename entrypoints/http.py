@@ -25,6 +25,7 @@ from entrypoints.routes import (
     lessons,
     operations,
     ops,
+    ops_page,
     purchases,
     statistics,
     students,
@@ -33,7 +34,7 @@ from entrypoints.routes import (
 
 ROUTERS = (
     students, lessons, enrollments, purchases, webhooks, operations, statistics,
-    health, ops,
+    health, ops, ops_page,
 )  # fmt: skip
 
 
