@@ -1,6 +1,8 @@
 """Operator access: every `/ops` route of the app answers 401 without a bearer token
 and 403 with one that is not the operator's — enumerated from the app itself, so a
-new `/ops` route mounted without the policy fails here."""
+new `/ops` route mounted without the policy fails here. The one exception is named
+here, not in the app: the page's login (`POST /ops/login`), which is how a browser
+gets past the policy, and is checked below to hand a session to the token only."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from starlette.routing import BaseRoute
 from entrypoints import bootstrap
 from entrypoints.http import create_app
 from entrypoints.operator import OpsConfig, require_operator
+from entrypoints.ops_session import COOKIE, csrf_token, valid_session
 from entrypoints.settings import Settings
 from tests.servers import scratch_dir
 from tests.stack import Stack
@@ -25,6 +28,7 @@ from tests.stack import Stack
 TOKEN = "operator-secret-token"  # noqa: S105 - a test value
 OPS = OpsConfig(operator_token=TOKEN, promise_seconds=10, email_rate_per_s=100)
 PROBLEM = "application/problem+json"
+LOGIN = ("POST", "/ops/login")  # the one /ops route without the operator policy
 
 
 def inner_app(app: object) -> FastAPI:
@@ -61,19 +65,30 @@ def under_ops(path: str) -> bool:
     return path == "/ops" or path.startswith("/ops/")
 
 
+def methods(route: BaseRoute) -> set[str]:
+    return set(getattr(route, "methods", None) or {"GET"}) - {"HEAD"}
+
+
+def is_login(path: str, route: BaseRoute) -> bool:
+    """Exactly the login's method and path: another method on it is not exempt."""
+    return (path, methods(route)) == (LOGIN[1], {LOGIN[0]})
+
+
 def ops_routes(app: object) -> list[tuple[str, str]]:
+    """Every (method, path) under /ops but the login."""
     found = []
     for path, route, _ in every_route(inner_app(app).routes):
-        if under_ops(path):
-            for method in sorted(getattr(route, "methods", None) or {"GET"}):
-                if method != "HEAD":
-                    found.append((method, re.sub(r"\{[^}]+\}", "x", path)))
+        if under_ops(path) and not is_login(path, route):
+            for method in sorted(methods(route)):
+                found.append((method, re.sub(r"\{[^}]+\}", "x", path)))
     return found
 
 
 def test_the_app_has_ops_routes(app) -> None:
     """So that the checks below cannot pass on an empty list."""
     assert ("GET", "/ops/status") in ops_routes(app)
+    assert ("GET", "/ops/") in ops_routes(app)
+    assert ("POST", "/ops/dlq/replay") in ops_routes(app)
 
 
 def test_every_ops_route_carries_the_operator_dependency(app) -> None:
@@ -88,7 +103,7 @@ def test_every_ops_route_carries_the_operator_dependency(app) -> None:
         return seen
 
     for path, route, added in every_route(inner_app(app).routes):
-        if under_ops(path):
+        if under_ops(path) and not is_login(path, route):
             policies = calls(route) | set(added)
             assert require_operator in policies, f"{path} has no operator policy"
 
@@ -140,6 +155,75 @@ def test_the_operator_token_passes_the_policy(app) -> None:
         )
     assert response.status_code == 503
     assert response.json()["type"] == "/problems/nats-unavailable"
+
+
+def test_the_login_hands_a_session_to_the_operator_token_only(app) -> None:
+    """The exempt route: no token, a wrong one or a cross-site form get no cookie;
+    the token gets a signed session cookie that is not the token."""
+    with TestClient(app, raise_server_exceptions=False) as client:
+        refused = [
+            client.post("/ops/login", data=form, headers=headers)
+            for form, headers in (
+                ({}, {}),
+                ({"token": TOKEN + "x"}, {}),
+                ({"token": TOKEN.upper()}, {}),
+                ({"token": TOKEN}, {"Origin": "https://elsewhere.example"}),
+            )
+        ]
+        granted = client.post(
+            "/ops/login", data={"token": TOKEN}, follow_redirects=False
+        )
+    assert [r.status_code for r in refused] == [401, 401, 401, 403]
+    assert all("set-cookie" not in r.headers for r in refused)
+    assert granted.status_code == 303
+    assert granted.headers["location"] == "/ops/"
+    cookie = granted.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}=")
+    assert TOKEN not in cookie
+
+
+def test_the_session_cookie_passes_the_policy_and_a_change_needs_its_csrf_token(
+    app,
+) -> None:
+    with TestClient(app, raise_server_exceptions=False) as client:
+        login = client.post("/ops/login", data={"token": TOKEN}, follow_redirects=False)
+        value = login.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+        session = valid_session(value, TOKEN)
+        assert session is not None
+        client.cookies.set(COOKIE, value)
+        read = client.get("/ops/status")  # past the policy: no NATS here, 503
+        no_csrf = client.post("/ops/logout", data={})
+        wrong_csrf = client.post("/ops/logout", data={"csrf": "0" * 64})
+        cross_site = client.post(
+            "/ops/logout",
+            data={"csrf": csrf_token(TOKEN, session)},
+            headers={"Origin": "https://elsewhere.example"},
+        )
+        # A bearer header is judged as a bearer token, whatever the cookie.
+        wrong_bearer = client.get(
+            "/ops/status", headers={"Authorization": "Bearer nope"}
+        )
+        logged_out = client.post(
+            "/ops/logout",
+            data={"csrf": csrf_token(TOKEN, session)},
+            follow_redirects=False,
+        )
+    assert read.status_code == 503
+    assert [no_csrf.status_code, wrong_csrf.status_code] == [403, 403]
+    assert "CSRF" in no_csrf.json()["detail"]
+    assert cross_site.status_code == 403
+    assert wrong_bearer.status_code == 403
+    assert logged_out.status_code == 303
+    assert "Max-Age=0" in logged_out.headers["set-cookie"]
+
+
+def test_a_browser_without_a_session_gets_the_login_form(app) -> None:
+    with TestClient(app, raise_server_exceptions=False) as client:
+        page = client.get("/ops/", headers={"Accept": "text/html"})
+    assert page.status_code == 401
+    assert page.headers["content-type"].startswith("text/html")
+    assert "action='/ops/login'" in page.text
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
 
 def test_student_routes_need_no_operator_token(app) -> None:
