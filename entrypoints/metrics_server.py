@@ -152,3 +152,20 @@ def _check_free(host: str, port: int, base: int) -> None:
         except OverflowError:
             msg = f"CLUB_METRICS_PORT={base} leaves no room for a port per role"
             raise ConfigError(msg) from None
+
+
+def port_env(ports: dict[Role, int], role: Role) -> dict[str, str]:
+    """The role's own CLUB_METRICS_PORT (the base in the supervisor's environment
+    must not reach a role as its port)."""
+    return {"CLUB_METRICS_PORT": str(ports.get(role, 0))}
+
+
+def where_served(settings: Settings, ports: dict[Role, int]) -> str:
+    """`club up`'s lines saying where each role's /metrics is."""
+    if not ports:
+        return "  metrics        none (CLUB_METRICS_PORT=0); the API's at /metrics\n"
+    host = settings.metrics_host
+    return "".join(
+        f"  metrics        {' '.join(role.argv):<24} http://{host}:{port}/metrics\n"
+        for role, port in ports.items()
+    )

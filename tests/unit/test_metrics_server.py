@@ -15,7 +15,12 @@ from prometheus_client import Gauge
 from adapters.embedded.process import free_port
 from entrypoints import metrics_server
 from entrypoints.bootstrap import ROLES, Role
-from entrypoints.metrics_server import role_ports, serve_metrics
+from entrypoints.metrics_server import (
+    port_env,
+    role_ports,
+    serve_metrics,
+    where_served,
+)
 from entrypoints.settings import ConfigError, Settings
 
 PROBE = Gauge("club_test_probe", "Set by the test's refresh.")
@@ -138,3 +143,14 @@ def test_a_malformed_port_is_a_setting_error() -> None:
         settings(CLUB_METRICS_PORT="metrics")
     with pytest.raises(ConfigError, match="CLUB_METRICS_PORT"):
         settings(CLUB_METRICS_PORT="70000")
+
+
+def test_each_role_gets_its_own_port_and_club_up_says_where() -> None:
+    ports = {Role("relay"): 9101, Role("worker", "exports"): 9102}
+    assert port_env(ports, Role("relay")) == {"CLUB_METRICS_PORT": "9101"}
+    # The API, and any role without a port, gets none (not the supervisor's base).
+    assert port_env(ports, Role("api")) == {"CLUB_METRICS_PORT": "0"}
+    lines = where_served(settings(CLUB_METRICS_HOST="192.0.2.7"), ports)
+    assert "relay" in lines
+    assert "http://192.0.2.7:9102/metrics" in lines
+    assert "none" in where_served(settings(), {})
