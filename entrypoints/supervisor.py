@@ -25,6 +25,7 @@ from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
 from entrypoints import bootstrap, preflight
 from entrypoints.masking import masked
+from entrypoints.metrics_server import port_env, role_ports, where_served
 from entrypoints.settings import ConfigError, Settings
 from entrypoints.watched import ServerGaveUpError, WatchedServer
 
@@ -72,6 +73,7 @@ def _up(settings: Settings) -> int:
     servers: list[WatchedServer] = []
     children: list[Child] = []
     code = 0
+    metrics = role_ports(settings, bootstrap.ROLES)  # a taken port: one line
     try:
         database_url = settings.database_url
         if database_url is None:
@@ -88,12 +90,18 @@ def _up(settings: Settings) -> int:
             or secrets.token_urlsafe(32),
         }
         children = [
-            Child(role, base | {"CLUB_NATS_URL": nats_urls[nats_user(role)]})
+            Child(
+                role,
+                base
+                | {"CLUB_NATS_URL": nats_urls[nats_user(role)]}
+                | port_env(metrics, role),
+            )
             for role in bootstrap.ROLES
         ]
         for child in children:
             child.proc = spawn_role(_argv(child.role), child.env)
         _announce(settings, database_url, nats_urls["admin"], servers)
+        print(where_served(settings, metrics), flush=True)
         while not stopping.wait(TICK_S):
             for server in servers:
                 server.restart_if_dead()
