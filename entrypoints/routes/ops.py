@@ -5,6 +5,7 @@ route of the app that answers without the operator token."""
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
@@ -14,6 +15,8 @@ from entrypoints.chain_status import as_json, read_chain
 from entrypoints.operator import OpsConfigDep, require_operator
 from entrypoints.problems import problem
 from entrypoints.routes.deps import ContainerDep
+from entrypoints.trace_collect import as_json as trace_json
+from entrypoints.trace_collect import collect
 
 _FORBIDDEN: dict[int | str, dict[str, Any]] = {
     403: problems(401)[401]
@@ -27,6 +30,20 @@ router = APIRouter(
 )
 
 
+def _nats(request: Request) -> Any:
+    """The API's NATS client, or None while it is not connected."""
+    nc: Any = getattr(request.app.state, "nats", None)
+    return nc if nc is not None and nc.is_connected else None
+
+
+def _nats_unavailable(what: str) -> Response:
+    return problem(
+        503, "nats-unavailable", "NATS is not connected",
+        f"the {what} reads JetStream; retry when /readyz is ready",
+        headers={"Retry-After": "1"},
+    )  # fmt: skip
+
+
 @router.get("/status", operation_id="ops_status", responses=problems(503))
 async def status(
     request: Request, container: ContainerDep, config: OpsConfigDep
@@ -34,13 +51,9 @@ async def status(
     """Every hop's count and oldest age, each consumer's lag, the DLQ, store sizes,
     and the notification queue's delivery time against the promise (as
     `club status --json`)."""
-    nc: Any = getattr(request.app.state, "nats", None)
-    if nc is None or not nc.is_connected:
-        return problem(
-            503, "nats-unavailable", "NATS is not connected",
-            "the status reads JetStream; retry when /readyz is ready",
-            headers={"Retry-After": "1"},
-        )  # fmt: skip
+    nc = _nats(request)
+    if nc is None:
+        return _nats_unavailable("status")
     chain = await read_chain(
         container,
         nc.jetstream(),
@@ -48,3 +61,22 @@ async def status(
         configured_service_per_s=config.email_rate_per_s,
     )
     return JSONResponse(as_json(chain))
+
+
+@router.get(
+    "/trace/{trace_id}", operation_id="ops_trace", responses=problems(404, 422, 503)
+)
+async def trace(trace_id: UUID, request: Request, container: ContainerDep) -> Response:
+    """One enrollment, purchase or export operation through the chain: each step
+    with its time and where it is recorded, and who owns the next step (as
+    `club trace ID --json`)."""
+    nc = _nats(request)
+    if nc is None:
+        return _nats_unavailable("trace")
+    found = await collect(container, nc.jetstream(), trace_id)
+    if found is None:
+        return problem(
+            404, "not-found", "Nothing is stored under this id",
+            f"no enrollment, purchase or export has the id {trace_id}",
+        )  # fmt: skip
+    return JSONResponse(trace_json(found))
