@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -15,9 +16,9 @@ from prometheus_client import REGISTRY
 
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, ensure_consumer
-from adapters.postgres.owners import DEFAULT_OWNER, set_owner
-from adapters.postgres.tables import consumer_positions, inbox
+from adapters.postgres.tables import consumer_positions, first_failures, inbox
 from adapters.transient import TRANSIENT
+from application.dlq_owners import DEFAULT_OWNER, DlqOwners
 from projections import statistics
 from tests.integration.helpers import run, with_js
 
@@ -151,6 +152,9 @@ def test_every_malformed_body_is_dead_lettered_and_the_next_event_applied(
         assert reason.isprintable()  # no CR LF to split the header block
         assert msg.headers["Club-Owner"] == DEFAULT_OWNER  # not the body's "mallory"
         assert msg.headers["Club-Original-Subject"] == LESSON_SUBJECT
+        # Dead-lettered on its first delivery: that was its first failure.
+        first = datetime.fromisoformat(msg.headers["Club-First-Failed-At"])
+        assert abs(first - msg.time) < timedelta(seconds=5)
     assert lesson_row(container.engine, good_lesson).title == "After"
 
 
@@ -160,7 +164,11 @@ def test_a_poison_event_is_retried_then_dead_lettered_and_its_batch_mates_applie
     """PostgreSQL refuses NUL in text: the event reads fine and fails to apply."""
     _, nats_url = migrated
     name = f"poison-{uuid4().hex[:6]}"
-    set_owner(container.engine, name, "team-statistics")
+    owners = DlqOwners.parse(
+        f"{name}/LessonScheduled=team-statistics,{name}=team-other",
+        consumers=[name],
+        event_types=["LessonScheduled"],
+    )
     before, poison, after = uuid4(), uuid4(), uuid4()
     poison_body = lesson_body(poison, title="Yo\u0000ga")
     before_body = lesson_body(before, title="Before")
@@ -172,8 +180,14 @@ def test_a_poison_event_is_retried_then_dead_lettered_and_its_batch_mates_applie
         await publish(js, encoded(before_body))
         poison_seq = await publish(js, encoded(poison_body))
         last_seq = await publish(js, encoded(after_body))
+        await asyncio.sleep(1.5)  # stored well before its first attempt
         runner = runner_for(
-            name, js, container, poison_attempts=3, poison_first_delay=0.05
+            name,
+            js,
+            container,
+            poison_attempts=3,
+            poison_first_delay=0.5,
+            owner=owners.for_consumer(name),
         )
         outcomes = await settle(runner, sub, js)
         return outcomes, await dead_letters(js, name), poison_seq, last_seq
@@ -189,7 +203,18 @@ def test_a_poison_event_is_retried_then_dead_lettered_and_its_batch_mates_applie
     [dead] = [m for m in dlq if m.headers["Club-Reason"].startswith("poison")]
     reason = dead.headers["Club-Reason"]
     assert reason.startswith("poison: DataError: PostgreSQL text fields cannot"), reason
-    assert dead.headers["Club-Owner"] == "team-statistics"
+    assert dead.headers["Club-Owner"] == "team-statistics"  # its type's rule
+    # The first failed attempt, neither the store time (1.5 s before it) nor the
+    # dead-lettering (the NAK delays, 0.5 s then 1 s, lie between them).
+    stored = datetime.fromisoformat(dead.headers["Club-Original-Stored-At"])
+    first = datetime.fromisoformat(dead.headers["Club-First-Failed-At"])
+    assert first - stored >= timedelta(seconds=1.4)
+    assert dead.time - first >= timedelta(seconds=1.4)
+    with container.engine.connect() as conn:
+        kept = conn.execute(
+            sa.select(first_failures).where(first_failures.c.consumer == name)
+        ).all()
+    assert kept == []  # forgotten once dead-lettered
     assert "need not wait" in dead.headers["Club-Order"]  # why nothing queues behind
     assert dead.headers["Club-Delivery-Count"] == "3"  # retried, then given up
     assert int(dead.headers["Club-Original-Stream-Seq"]) == poison_seq
