@@ -21,6 +21,8 @@ import re
 
 import attrs
 
+from adapters.nats.streams import StreamRetention
+
 DAY_S = 86_400.0
 # docs/http-api.md §6 "Retention": a retry with the same key within this window
 # gets the first answer; after it, the key may be forgotten.
@@ -49,6 +51,11 @@ class Retention:
     inbox_s: float = 30 * DAY_S  # a consumer's memory of what it applied
     answers_s: float = 7 * DAY_S  # stored answers to Idempotency-Keys
     exports_s: float = DAY_S  # export files (rosters name people: not for long)
+
+    def streams(self) -> StreamRetention:
+        return StreamRetention(
+            events_s=self.stream_s, dead_letters_s=self.dead_letters_s
+        )
 
     def redelivery_window_s(self, duplicate_window_s: float) -> float:
         """The longest time after an event was first stored in which a copy of it

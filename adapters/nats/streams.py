@@ -9,6 +9,7 @@ import os
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
+import attrs
 import nats
 import structlog
 from nats.aio.client import Client
@@ -54,6 +55,18 @@ STREAMS = (
         duplicate_window=DUPLICATE_WINDOW_S,
     ),
 )
+
+
+@attrs.frozen(kw_only=True)
+class StreamRetention:
+    """JetStream's `max_age` for each stream, in seconds (CLUB_STREAM_RETENTION,
+    CLUB_DLQ_RETENTION): the broker drops older messages itself."""
+
+    events_s: float
+    dead_letters_s: float  # CLUB_DLQ, and CLUB_REPLAY where replays wait
+
+    def max_age_of(self, stream: str) -> float:
+        return self.events_s if stream == EVENTS_STREAM else self.dead_letters_s
 
 
 class CredentialsRefusedError(Exception):
@@ -127,20 +140,31 @@ class ReplicasRefusedError(ReplicasSettingError):
     """The broker cannot keep the streams on as many servers as configured."""
 
 
-async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> None:
-    """Create or update Club's streams with `replicas` (else CLUB_NATS_REPLICAS).
-    Unset, a new stream gets 1 and an existing one keeps its count, so a process
-    started without the variable never shrinks a cluster's streams."""
+async def ensure_streams(
+    js: JetStreamContext,
+    replicas: int | None = None,
+    retention: StreamRetention | None = None,
+) -> None:
+    """Create or update Club's streams with `replicas` (else CLUB_NATS_REPLICAS)
+    and `retention`. Unset, a new stream gets 1 replica and no age limit, and an
+    existing one keeps its count and its age limit, so a process started without
+    them never shrinks a cluster's streams nor changes what they keep."""
     wanted = replicas or configured_replicas()
     for config in STREAMS:
+        name = str(config.name)
+        max_age = None if retention is None else retention.max_age_of(name)
         try:
-            info = await js.stream_info(str(config.name))
+            info = await js.stream_info(name)
         except NotFoundError:
-            await _refused_as_config(js.add_stream(_with_replicas(config, wanted or 1)))
+            await _refused_as_config(
+                js.add_stream(_configured(config, wanted or 1, max_age))
+            )
         else:
             kept = info.config.num_replicas or 1
             await _refused_as_config(
-                js.update_stream(_with_replicas(config, wanted or kept))
+                js.update_stream(
+                    _configured(config, wanted or kept, max_age or info.config.max_age)
+                )
             )
 
 
@@ -159,8 +183,10 @@ async def _refused_as_config(request: Awaitable[object]) -> None:
         raise ReplicasRefusedError(msg) from e
 
 
-def _with_replicas(config: StreamConfig, replicas: int) -> StreamConfig:
-    return dataclasses.replace(config, num_replicas=replicas)
+def _configured(
+    config: StreamConfig, replicas: int, max_age: float | None
+) -> StreamConfig:
+    return dataclasses.replace(config, num_replicas=replicas, max_age=max_age)
 
 
 async def ensure_consumer(

@@ -9,21 +9,31 @@ rebuilds and the property tests all go through here.
 When a batch fails for a reason other than the connection, `apply_isolated` applies
 it again one delivery per SAVEPOINT: the healthy ones commit, and the ones that fail
 alone (poison events) are handed back with their error and leave no trace.
+
+Retention trims old inbox rows (adapters/postgres/retention.py) after moving the
+consumer's horizon past them. An event that occurred before the horizon and finds
+no row is one whose row was trimmed — a relay rewind or a consumer reset replaying
+from the start — so it is refused as already handled (counted as a duplicate,
+logged), never applied again: a rebuild is how old events are applied afresh.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from uuid import UUID
 
 import attrs
 import sqlalchemy as sa
+import structlog
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects.postgresql import insert
 
-from adapters.postgres.tables import consumer_positions, inbox
+from adapters.postgres.tables import consumer_positions, inbox, inbox_horizons
 from adapters.transient import TRANSIENT
 from application.contracts.envelope import Envelope
+
+log = structlog.get_logger()
 
 # A projection's effect for a batch of first-seen events, in one statement or more.
 Apply = Callable[[sa.Connection, Sequence[Envelope]], None]
@@ -47,6 +57,8 @@ class Applied:
     applied: int = 0
     duplicates: int = 0
     conflicts: list[int] = attrs.Factory(list)  # indexes into the batch
+    # Of the duplicates, events from before the trimmed horizon (no row left).
+    beyond_horizon: int = 0
     # (index into the batch, why it failed alone): no inbox row, no effect.
     poisoned: list[tuple[int, Exception]] = attrs.Factory(list)
 
@@ -59,7 +71,7 @@ def apply_batch(
     position: int = 0,
 ) -> Applied:
     consumer_lock(conn, consumer)
-    outcome = _apply_locked(conn, consumer, batch, apply)
+    outcome = _apply_locked(conn, consumer, batch, apply, horizon(conn, consumer))
     if position:
         advance(conn, consumer, position)
     return outcome
@@ -76,10 +88,11 @@ def apply_isolated(
     """
     outcome = Applied()
     consumer_lock(conn, consumer)
+    trimmed_before = horizon(conn, consumer)
     for index, delivery in enumerate(batch):
         try:
             with conn.begin_nested():
-                one = _apply_locked(conn, consumer, [delivery], apply)
+                one = _apply_locked(conn, consumer, [delivery], apply, trimmed_before)
         except TRANSIENT:
             raise
         except Exception as e:  # whatever the effect raised: this event is poison
@@ -87,20 +100,29 @@ def apply_isolated(
             continue
         outcome.applied += one.applied
         outcome.duplicates += one.duplicates
+        outcome.beyond_horizon += one.beyond_horizon
         if one.conflicts:
             outcome.conflicts.append(index)
     return outcome
 
 
 def _apply_locked(
-    conn: sa.Connection, consumer: str, batch: Sequence[Delivery], apply: Apply
+    conn: sa.Connection,
+    consumer: str,
+    batch: Sequence[Delivery],
+    apply: Apply,
+    trimmed_before: datetime | None = None,
 ) -> Applied:
     outcome = Applied()
     owners, recorded = _claim(conn, consumer, batch)
     first_seen = []
     for index, delivery in enumerate(batch):
         event_id = delivery.envelope.event_id
-        if owners.get(event_id) is delivery:
+        if owners.get(event_id) is delivery and _before(delivery, trimmed_before):
+            _refuse_beyond_horizon(consumer, delivery)
+            outcome.duplicates += 1
+            outcome.beyond_horizon += 1
+        elif owners.get(event_id) is delivery:
             first_seen.append(delivery.envelope)
         elif delivery.matches(recorded[event_id]):
             outcome.duplicates += 1  # a redelivery or a republish: no effect
@@ -110,6 +132,37 @@ def _apply_locked(
         apply(conn, first_seen)
         outcome.applied = len(first_seen)
     return outcome
+
+
+def horizon(conn: sa.Connection, consumer: str) -> datetime | None:
+    """Events that occurred before this may have lost their inbox rows."""
+    return conn.execute(
+        sa.select(inbox_horizons.c.occurred_before).where(
+            inbox_horizons.c.consumer == consumer
+        )
+    ).scalar()
+
+
+def _before(delivery: Delivery, trimmed_before: datetime | None) -> bool:
+    if trimmed_before is None:
+        return False
+    occurred = delivery.envelope.occurred_at
+    if occurred.tzinfo is None:  # a published time always has its offset
+        occurred = occurred.replace(tzinfo=UTC)
+    return occurred < trimmed_before
+
+
+def _refuse_beyond_horizon(consumer: str, delivery: Delivery) -> None:
+    """Its row was trimmed (or it first arrives later than the inbox keeps rows,
+    which the status's outbox age would have shown for weeks): not applied twice."""
+    log.warning(
+        "consumer.beyond_inbox_horizon",
+        consumer=consumer,
+        event_id=str(delivery.envelope.event_id),
+        stream_seq=delivery.stream_seq,
+        occurred_at=delivery.envelope.occurred_at.isoformat(),
+        fix="to apply old events afresh, `club projections rebuild`",
+    )
 
 
 def consumer_lock(conn: sa.Connection, consumer: str) -> None:
