@@ -22,7 +22,12 @@ from starlette.types import ASGIApp
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.dlq import ensure_replay_consumer
 from adapters.nats.relay import Relay
-from adapters.nats.streams import connect, ensure_consumer, ensure_streams
+from adapters.nats.streams import (
+    StreamRetention,
+    connect,
+    ensure_consumer,
+    ensure_streams,
+)
 from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres import tables
 from adapters.postgres.database import create_engine, eventsourcing_env
@@ -30,6 +35,7 @@ from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.inbox import Apply
 from adapters.postgres.rebuild import Rebuild
+from adapters.postgres.retention import PostgresTrim, create_retention_indexes
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.email_http import HttpEmailProvider
 from adapters.providers.metered import MeteredEmailProvider, MeteredPaymentProvider
@@ -41,7 +47,9 @@ from application.payment import PaymentProvider
 from application.purchases import Purchases
 from application.saga_runner import PurchaseSaga
 from entrypoints.container import Container, build
+from entrypoints.exports_wiring import exports_dir
 from entrypoints.settings import Settings
+from entrypoints.trim_process import TrimProcess
 from entrypoints.work_classes import WORK_CLASSES, WorkDeps
 from projections import rosters, statistics
 
@@ -72,14 +80,18 @@ def migrate_database(database_url: str) -> None:
             # retry of a request answered before the upgrade.
             conn.execute(sa.text("DROP TABLE IF EXISTS idempotency_keys"))
             tables.metadata.create_all(conn)
+            create_retention_indexes(conn)
             for metadata, _ in PROJECTIONS.values():
                 metadata.create_all(conn)
     finally:
         engine.dispose()
 
 
-async def migrate_broker(js: JetStreamContext) -> None:
-    await ensure_streams(js)
+async def migrate_broker(
+    js: JetStreamContext, streams: StreamRetention | None = None
+) -> None:
+    """`streams`: each stream's max_age (None: a stream keeps the one it has)."""
+    await ensure_streams(js, retention=streams)
     for name in PROJECTIONS:
         await ensure_consumer(js, name)
         await ensure_replay_consumer(js, name)
@@ -87,14 +99,16 @@ async def migrate_broker(js: JetStreamContext) -> None:
         await ensure_worker_consumer(js, work.name, work.subjects)
 
 
-def migrate(database_url: str, nats_url: str) -> None:
+def migrate(
+    database_url: str, nats_url: str, streams: StreamRetention | None = None
+) -> None:
     """Everything `club migrate` creates: tables, streams, consumers."""
     migrate_database(database_url)
 
     async def broker() -> None:
         nc = await connect(nats_url, name="club-migrate")
         try:
-            await migrate_broker(nc.jetstream())
+            await migrate_broker(nc.jetstream(), streams)
         finally:
             await nc.close()
 
@@ -105,7 +119,7 @@ def migrate(database_url: str, nats_url: str) -> None:
 class Role:
     """One long-running process kind; `name` picks the projection or work class."""
 
-    kind: str  # api | relay | projector | worker | saga | sandbox
+    kind: str  # api | relay | projector | worker | saga | trim | sandbox
     name: str = ""
 
     @property
@@ -228,6 +242,17 @@ def build_worker(
         ),
     )
     return work.worker(deps, js, work.job(deps), settings.dlq_owners.for_consumer(name))
+
+
+def build_trim(settings: Settings, container: Container) -> TrimProcess:
+    retention = settings.retention
+    return TrimProcess(
+        database=PostgresTrim(
+            container.engine, inbox_s=retention.inbox_s, answers_s=retention.answers_s
+        ),
+        exports_dir=exports_dir(settings.data_dir),
+        exports_s=retention.exports_s,
+    )
 
 
 def build_rebuild(container: Container, name: str) -> Rebuild:
