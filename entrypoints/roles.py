@@ -24,7 +24,7 @@ from entrypoints import bootstrap, role_metrics
 from entrypoints.api_workers import api_workers
 from entrypoints.container import Container
 from entrypoints.metrics_server import MetricsServer, Refresh, serve_metrics
-from entrypoints.settings import Settings
+from entrypoints.settings import ConfigError, Settings
 
 log = structlog.get_logger()
 
@@ -106,6 +106,51 @@ async def _serve_saga(settings: Settings) -> None:
             container.close()
     finally:
         await _close(metrics)
+
+
+def run_trim(settings: Settings, *, once: bool = False) -> None:
+    """Retention needs the database (and the export files' directory), not the
+    broker. `once`: one pass and exit, for cron; else a pass every few minutes."""
+    database_url = settings.database_url
+    if database_url is None:
+        msg = "set CLUB_DATABASE_URL for `club trim`, or run `club up`"
+        raise ConfigError(msg)
+    role = bootstrap.Role("trim")
+    if not once:
+        asyncio.run(_serve_trim(settings, database_url, role))
+        return
+    container = bootstrap.build(
+        database_url, **bootstrap.container_options(settings, role)
+    )
+    try:
+        report = bootstrap.build_trim(settings, container).once()
+    finally:
+        container.close()
+    rows, files = report.rows, report.files
+    busy = " (another trim held the lock: rows next time)" if rows.skipped else ""
+    print(  # noqa: T201 - the command's answer
+        f"club: trimmed {rows.inbox} inbox rows, {rows.answers} stored answers, "
+        f"{files.files} export files ({files.bytes} bytes){busy}"
+    )
+
+
+async def _serve_trim(
+    settings: Settings, database_url: str, role: bootstrap.Role
+) -> None:
+    stop = _stop_on_signals()
+    container = await asyncio.to_thread(
+        _build_when_reachable,
+        database_url,
+        stop.is_set,
+        **bootstrap.container_options(settings, role),
+    )
+    if container is None:
+        return
+    try:
+        log.info("role.started", role="trim")
+        await bootstrap.build_trim(settings, container).run(stop)
+    finally:
+        container.close()
 
 
 def _build_when_reachable(
