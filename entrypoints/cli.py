@@ -62,7 +62,7 @@ def _up(settings: Settings, _: argparse.Namespace) -> int:
 
 
 def _migrate(settings: Settings, _: argparse.Namespace) -> int:
-    bootstrap.migrate(*settings.require_services())
+    bootstrap.migrate(*settings.require_services(), settings.retention.streams())
     print("club: database and streams are up to date")
     return 0
 
@@ -102,6 +102,13 @@ def _saga(settings: Settings, _: argparse.Namespace) -> int:
     from entrypoints.roles import run_saga
 
     run_saga(settings)
+    return 0
+
+
+def _trim(settings: Settings, args: argparse.Namespace) -> int:
+    from entrypoints.roles import run_trim
+
+    run_trim(settings, once=args.once)
     return 0
 
 
@@ -211,6 +218,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "saga", help="the purchase saga: deadlines, payments, refunds"
     ).set_defaults(run=_saga)
+    trim = sub.add_parser(
+        "trim", help="retention: old inbox rows, stored answers and export files"
+    )
+    trim.add_argument("--once", action="store_true", help="one pass, then exit")
+    trim.set_defaults(run=_trim)
     demo.add_commands(sub)
     dlq.add_commands(sub)
     status.add_commands(sub)
