@@ -81,7 +81,9 @@ def _up(settings: Settings) -> int:
             servers.append(WatchedServer("PostgreSQL", pg, _say))
             database_url = pg.start()
         nats_urls = _nats_urls(settings, servers)
-        bootstrap.migrate(database_url, nats_urls["admin"])
+        bootstrap.migrate(
+            database_url, nats_urls["admin"], settings.retention.streams()
+        )
         base = os.environ | {
             "CLUB_DATABASE_URL": database_url,
             "CLUB_OPERATOR_TOKEN": settings.operator_token,
