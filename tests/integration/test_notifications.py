@@ -4,7 +4,12 @@ worker, and the e-mail sandbox as a real process with its fault knobs."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -13,13 +18,16 @@ from fastapi.testclient import TestClient
 
 from adapters.nats.dlq import dead_letters
 from adapters.nats.replay import ReplayRequest, replay
-from adapters.nats.worker import Worker
-from adapters.postgres.owners import owner_of, set_owner
-from adapters.postgres.tables import notifications
+from adapters.nats.worker import Job, Worker
+from adapters.postgres.first_failures import FirstFailures
+from adapters.postgres.tables import first_failures, notifications
 from adapters.providers.email_http import HttpEmailProvider
+from application.commands import CancelEnrollment
+from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
-from entrypoints import work_classes
+from entrypoints import bootstrap, work_classes
 from entrypoints.http import create_app
+from entrypoints.settings import Settings
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
@@ -30,6 +38,16 @@ from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir
 
 FAST = RetryPolicy(max_attempts=12, first_delay=0.05, max_delay=0.3, unknown_delay=0.05)
+# One configuration, two owners for one consumer's two event types (and the rest).
+OWNER_RULES = (
+    "notifications/EnrollmentConfirmed=team-mail,"
+    "notifications/EnrollmentCancelled=team-retention,*=club-ops"
+)
+
+
+def owners(rules: str = OWNER_RULES) -> DlqOwners:
+    """As a deployment configures them: CLUB_DLQ_OWNERS, read by Settings."""
+    return Settings.from_env({"CLUB_DLQ_OWNERS": rules}).dlq_owners
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +84,16 @@ def states(container) -> dict[str, int]:
         return dict(rows.all())
 
 
-async def work_until(js, container, provider, done, *, policy=FAST, seconds=60):
+async def work_until(
+    js, container, provider, done, *, policy=FAST, seconds=60, worker=None, job=None
+):
     """Run the notifications worker until `done()` holds (or fail after `seconds`)."""
-    worker = Worker(
+    worker = worker or Worker(
         name=work_classes.NOTIFICATIONS,
         js=js,
-        job=work_classes.notification_job(container, provider, policy),
-        owner=lambda: owner_of(container.engine, work_classes.NOTIFICATIONS),
+        job=job or work_classes.notification_job(container, provider, policy),
+        owner=owners().for_consumer(work_classes.NOTIFICATIONS),
+        failures=FirstFailures(container.engine),
         concurrency=4,
     )
     stop = asyncio.Event()
@@ -135,7 +156,6 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
     migrated, container, sandbox, provider
 ) -> None:
     database_url, nats_url = migrated
-    set_owner(container.engine, work_classes.NOTIFICATIONS, "team-mail")
     sandbox.set_knobs(fail_rate=1.0, fail_status=400)
     publish_enrollments(container, database_url, nats_url, 1)
 
@@ -173,3 +193,144 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
         assert len(accepted(sandbox)) == before + 1
 
     asyncio.run(with_js(nats_url, body))
+
+
+def club(migrated, *args: str) -> subprocess.CompletedProcess[str]:
+    database_url, nats_url = migrated
+    env = {
+        **os.environ,
+        "CLUB_DATABASE_URL": database_url,
+        "CLUB_NATS_URL": nats_url,
+        "COLUMNS": "250",  # the table's columns unabridged
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoints.cli", *args],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+async def remove_entries(js, event_ids: set[str]) -> None:
+    """This test's entries out of the DLQ, so later tests count their own."""
+    async for entry in dead_letters(js, work_classes.NOTIFICATIONS):
+        if entry.event_id in event_ids:
+            await js.delete_msg("CLUB_DLQ", entry.dlq_seq)
+
+
+def test_one_consumers_two_event_types_are_dead_lettered_under_two_owners(
+    migrated, container, sandbox, provider
+) -> None:
+    """The worker as bootstrap builds it from the settings; `club dlq list` shows
+    each entry's owner by its event type."""
+    database_url, nats_url = migrated
+    settings = Settings.from_env({"CLUB_DLQ_OWNERS": OWNER_RULES})
+    sandbox.set_knobs(fail_rate=1.0, fail_status=400)  # refused for good
+    lesson_id = lesson_with_enrollments(container, 1)
+    [enrollment_id] = container.app.get_lesson(lesson_id).seats
+    container.app.cancel_enrollment(CancelEnrollment(enrollment_id=enrollment_id))
+
+    def both_dead_lettered() -> bool:
+        with container.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(notifications.c.state).where(
+                    notifications.c.enrollment_id == enrollment_id
+                )
+            ).scalars()
+            return sorted(rows) == ["dead-lettered", "dead-lettered"]
+
+    async def body(js, _nc) -> tuple[dict[str, str], set[str]]:
+        await relay_all(make_relay(container, js, database_url))
+        worker = bootstrap.build_worker(
+            settings, container, js, name=work_classes.NOTIFICATIONS, email=provider
+        )
+        await work_until(js, container, provider, both_dead_lettered, worker=worker)
+        ours = {
+            e.original_subject.rsplit(".", 1)[-1]: e
+            async for e in dead_letters(js, work_classes.NOTIFICATIONS)
+            if str(enrollment_id) in e.data.decode()
+        }
+        by_type = {kind: e.owner for kind, e in ours.items()}
+        return by_type, {e.event_id for e in ours.values()}
+
+    by_type, event_ids = asyncio.run(with_js(nats_url, body))
+    assert by_type == {
+        "EnrollmentConfirmed": "team-mail",
+        "EnrollmentCancelled": "team-retention",
+    }
+    listed = club(migrated, "dlq", "list", "--consumer", "notifications")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line for line in listed.stdout.splitlines() if "Enrollment" in line]
+    owner_of_row = {
+        kind: owner
+        for line in rows
+        for kind in ("EnrollmentConfirmed", "EnrollmentCancelled")
+        for owner in ("team-mail", "team-retention")
+        if kind in line and owner in line
+    }
+    assert owner_of_row == by_type, listed.stdout
+    asyncio.run(with_js(nats_url, lambda js, _nc: remove_entries(js, event_ids)))
+
+
+def test_the_first_failure_is_the_first_attempt_not_the_store_time(
+    migrated, container, sandbox, provider
+) -> None:
+    """Two failed attempts, then the DLQ: its first failure time lies between the
+    first and second attempt, seconds after the event was stored."""
+    database_url, nats_url = migrated
+    sandbox.set_knobs(fail_rate=1.0, fail_status=503)  # passing, every time
+    lesson_id = lesson_with_enrollments(container, 1)
+    [enrollment_id] = container.app.get_lesson(lesson_id).seats
+    inner = work_classes.notification_job(
+        container, provider, RetryPolicy(max_attempts=2, first_delay=0.5, max_delay=0.5)
+    )
+    attempts: list[datetime] = []
+
+    async def timed(envelope, replayed: bool):
+        if envelope.type == "EnrollmentConfirmed" and str(enrollment_id) in str(
+            envelope.data
+        ):
+            attempts.append(datetime.now(UTC))
+        return await inner(envelope, replayed)
+
+    job: Job = timed
+
+    def dead_lettered() -> bool:
+        with container.engine.connect() as conn:
+            state = conn.execute(
+                sa.select(notifications.c.state).where(
+                    notifications.c.enrollment_id == enrollment_id
+                )
+            ).scalar_one_or_none()
+        return state == "dead-lettered"
+
+    async def body(js, _nc):
+        await relay_all(make_relay(container, js, database_url))
+        await asyncio.sleep(2.0)  # stored well before the first attempt
+        await work_until(js, container, provider, dead_lettered, job=job)
+        [entry] = [
+            e
+            async for e in dead_letters(js, work_classes.NOTIFICATIONS)
+            if str(enrollment_id) in e.data.decode()
+        ]
+        return entry
+
+    entry = asyncio.run(with_js(nats_url, body))
+    stored = datetime.fromisoformat(entry.headers["Club-Original-Stored-At"])
+    assert entry.deliveries == 2
+    assert len(attempts) == 2
+    assert entry.first_failed_at is not None
+    assert attempts[0] <= entry.first_failed_at <= attempts[1]
+    assert entry.first_failed_at - stored >= timedelta(seconds=1.9)
+    assert entry.first_failed_at <= entry.last_failed_at
+    listed = club(migrated, "dlq", "list", "--json", "--consumer", "notifications")
+    shown = [json.loads(line) for line in listed.stdout.splitlines()]
+    [ours] = [e for e in shown if e["event_id"] == entry.event_id]
+    assert ours["first_failed_at"] == entry.first_failed_at.isoformat()
+    with container.engine.connect() as conn:
+        kept = conn.execute(
+            sa.select(first_failures).where(
+                first_failures.c.consumer == work_classes.NOTIFICATIONS,
+                first_failures.c.stream_seq == entry.original_seq,
+            )
+        ).all()
+    assert kept == []  # forgotten once dead-lettered
+    asyncio.run(with_js(nats_url, lambda js, _nc: remove_entries(js, {entry.event_id})))
