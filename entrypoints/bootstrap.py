@@ -138,6 +138,7 @@ ROLES: tuple[Role, ...] = (
     *(Role("projector", name) for name in PROJECTIONS),
     *(Role("worker", name) for name in WORK_CLASSES),
     Role("saga"),
+    Role("trim"),  # retention: docs/decisions/2026-11-30-retention.md
     Role("sandbox", "email"),
     Role("sandbox", "payment"),
 )
