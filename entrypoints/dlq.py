@@ -130,6 +130,7 @@ def _table(entries: list[DeadLetter], title: str) -> Table:
         "reason",
         "tries",
         "owner",
+        "first failed",
         "age",
     ):
         table.add_column(column)
@@ -142,9 +143,17 @@ def _table(entries: list[DeadLetter], title: str) -> Table:
             e.reason,
             "" if e.deliveries is None else str(e.deliveries),
             e.owner,
+            _ago(e.first_failed_at, now),
             f"{e.age_seconds(now):.0f} s",
         )
     return table
+
+
+def _ago(moment: datetime | None, now: datetime) -> str:
+    """How long ago; an entry from before first failures were recorded has none."""
+    if moment is None:
+        return "not recorded"
+    return f"{(now - moment).total_seconds():.0f} s ago"
 
 
 def _as_json(entry: DeadLetter) -> dict[str, object]:
