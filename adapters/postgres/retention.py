@@ -45,8 +45,10 @@ class PostgresTrim:
         inbox_s: float,
         answers_s: float,
         batch_rows: int = BATCH_ROWS,
+        clock_margin: timedelta = CLOCK_MARGIN,
     ) -> None:
         self._engine = engine
+        self._clock_margin = clock_margin
         self._inbox_age = timedelta(seconds=inbox_s)
         self._answers_age = timedelta(seconds=answers_s)
         self._batch_rows = batch_rows
@@ -74,7 +76,7 @@ class PostgresTrim:
         with self._engine.connect() as conn:
             consumers = conn.execute(
                 sa.select(inbox.c.consumer)
-                .where(inbox.c.applied_at < cutoff - CLOCK_MARGIN)
+                .where(inbox.c.applied_at < cutoff - self._clock_margin)
                 .distinct()
             ).scalars()
             names = list(consumers)
@@ -84,7 +86,7 @@ class PostgresTrim:
             deleted += self._delete_in_batches(
                 inbox,
                 (inbox.c.consumer == consumer)
-                & (inbox.c.applied_at < cutoff - CLOCK_MARGIN),
+                & (inbox.c.applied_at < cutoff - self._clock_margin),
             )
         return deleted
 
