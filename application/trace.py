@@ -81,7 +81,10 @@ class ConsumerFact:
     consumer: str
     kind: str  # "projection" or "work class"
     event_id: UUID
-    state: str  # applied | acked | in hand | waiting | not yet published | unknown
+    # applied (inbox row) | acked (at or below the ack floor) | delivered (above
+    # the floor: in hand, due again, or acked out of order — JetStream does not
+    # say which) | waiting (not yet delivered) | not yet published | unknown
+    state: str
     applied_at: datetime | None = None  # projections: the inbox row's time
     pending: int = 0  # the durable's unfinished messages (all events)
     ack_floor: int = 0

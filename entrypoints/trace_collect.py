@@ -183,7 +183,7 @@ def _consumer_fact(
     elif where.seq <= view.ack_floor:
         state = "acked"
     elif where.seq <= view.delivered:
-        state = "in hand"  # delivered, not acked: being worked, or due again
+        state = "delivered"  # JetStream does not say if acked above the floor
     else:
         state = "waiting"
     return ConsumerFact(

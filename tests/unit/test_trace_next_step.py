@@ -119,7 +119,7 @@ def test_a_stuck_email_names_the_notifications_worker_and_its_records(state) -> 
         consumers=[
             consumer("rosters", "applied"),
             consumer("statistics", "applied"),
-            consumer("notifications", "in hand", "work class"),
+            consumer("notifications", "delivered", "work class"),
         ],
         notifications=[email(state, attempts=2, error="503 from the provider")],
     )
@@ -301,7 +301,7 @@ def export_trace(status: str) -> Trace:
         events=[requested],
         relay=LIVE_RELAY,
         stream={EVENT: StreamFact(event_id=EVENT, seq=9, found_by="stream search")},
-        consumers=[consumer("exports", "in hand", "work class")],
+        consumers=[consumer("exports", "delivered", "work class")],
         export=ExportFact(
             status=status,
             attempts=1,
