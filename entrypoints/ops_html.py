@@ -56,6 +56,7 @@ border-radius:8px;border:1px solid #e4e7eb}
 footer{padding:1em 1.5em;color:#52606d;font-size:.85em}
 svg .line{fill:none;stroke:#2680c2;stroke-width:1.5}svg .area{fill:#dceefb}
 svg text{font:10px system-ui,sans-serif;fill:#52606d}
+svg .axis{stroke:#cbd2d9}svg .now{fill:#2680c2}
 """
 
 # Reload unless the operator is typing (or has typed) into a field: a reload
@@ -91,7 +92,8 @@ HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    # not no-referrer: with it a browser sends `Origin: null`, which is refused
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 
@@ -123,6 +125,7 @@ def _page(title: str, body: str, *, script: bool = False) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        "<link rel='icon' href='data:,'>"
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
         f"<body>{body}{tail}</body></html>"
     )
@@ -227,22 +230,27 @@ def sparkline(points: list[tuple[float, float]], window_s: float = 3600.0) -> st
     peak = max(age for _, age in points)
     top = max(peak, 1.0)
     usable = CHART_H - 4
+    right = CHART_W - 3  # room for the dot that marks now
 
     def xy(ago: float, age: float) -> str:
-        x = CHART_W * (1 - min(ago, window_s) / window_s)
+        x = right * (1 - min(ago, window_s) / window_s)
         return f"{x:.1f},{CHART_H - 1 - usable * age / top:.1f}"
 
     line = " ".join(xy(ago, age) for ago, age in points)
     first_x = xy(points[0][0], 0).split(",")[0]
-    area = f"{first_x},{CHART_H - 1} {line} {CHART_W},{CHART_H - 1}"
+    base = CHART_H - 1
+    area = f"{first_x},{base} {line} {right},{base}"
+    now_x, now_y = xy(*points[-1]).split(",")
     label = f"peak {seconds(peak)}, now {seconds(points[-1][1])}"
     return (
         f"<svg width='{CHART_W}' height='{CHART_H}' viewBox='0 0 {CHART_W} {CHART_H}' "
         f"role='img' aria-label='oldest age over the last hour: {escape(label)}'>"
         f"<title>{escape(label)}</title>"
+        f"<line class='axis' x1='0' y1='{base}' x2='{CHART_W}' y2='{base}'/>"
         f"<polygon class='area' points='{area}'/>"
         f"<polyline class='line' points='{line}'/>"
-        f"<text x='{CHART_W - 2}' y='10' text-anchor='end'>{escape(label)}</text>"
+        f"<circle class='now' cx='{now_x}' cy='{now_y}' r='2.5'/>"
+        f"<text x='2' y='10'>{escape(label)}</text>"
         "</svg>"
     )
 
