@@ -56,10 +56,10 @@ class DlqGroup:
 
 
 def seconds(value: float | None) -> str:
-    """An age or a wait as people say it: 3.2 s, 42 s, 7 min, 1.5 h.
+    """An age or a wait as people say it: 3.2 s, 42 s, 7 min, 2.5 h.
 
-    >>> seconds(None), seconds(3.24), seconds(42.4), seconds(420), seconds(5400)
-    ('—', '3.2 s', '42 s', '7 min', '1.5 h')
+    >>> seconds(None), seconds(3.24), seconds(42.4), seconds(420), seconds(9000)
+    ('—', '3.2 s', '42 s', '7 min', '2.5 h')
     """
     if value is None:
         return "—"
@@ -73,7 +73,9 @@ def seconds(value: float | None) -> str:
 
 
 def rate(value: float) -> str:
-    """>>> rate(120.0), rate(0.05), rate(0.0)
+    """A rate per second without trailing zeros.
+
+    >>> rate(120.0), rate(0.05), rate(0.0)
     ('120', '0.05', '0')
     """
     return f"{value:.2f}".rstrip("0").rstrip(".")
