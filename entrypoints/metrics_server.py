@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 import structlog
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import CollectorRegistry
 
 from adapters.embedded.process import free_port
 from entrypoints.bootstrap import Role
@@ -32,6 +34,16 @@ SERVING_KINDS = ("relay", "projector", "worker", "saga")  # the API serves its o
 REFRESH_BUDGET_S = 2.0
 REQUEST_BUDGET_S = 5.0  # a client that never finishes its request is dropped
 MAX_HEAD = 8192
+# The relay's own series, unlabelled: any other role would report them as 0 beside
+# the relay's real values, and `absent()` could never fire.
+RELAY_ONLY = frozenset(
+    {
+        "club_events_published",
+        "club_relay_lease_held",
+        "club_relay_lag_events",
+        "club_outbox_oldest_unpublished_age_seconds",
+    }
+)
 
 
 async def _nothing() -> None:
@@ -42,11 +54,15 @@ class MetricsServer:
     """`refresh` starts as nothing and is set once the role is built: the port
     answers (the process is alive) while the role still waits for its servers."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(
+        self, host: str, port: int, hidden: frozenset[str] = frozenset()
+    ) -> None:
         self.host = host
         self.port = port
         self.refresh: Refresh = _nothing
         self._server: asyncio.Server | None = None
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(_Without(hidden))
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
@@ -97,8 +113,18 @@ class MetricsServer:
             await asyncio.wait_for(self.refresh(), REFRESH_BUDGET_S)
         except Exception:  # the last values stand; the scrape still answers
             log.warning("metrics.refresh_failed", exc_info=True)
-        body = generate_latest() if method == "GET" else b""
+        body = generate_latest(self._registry) if method == "GET" else b""
         return "200 OK", body, CONTENT_TYPE_LATEST
+
+
+class _Without:
+    """The process's registry less the families another role owns."""
+
+    def __init__(self, hidden: frozenset[str]) -> None:
+        self._hidden = hidden
+
+    def collect(self) -> Iterator[Metric]:
+        return (m for m in REGISTRY.collect() if m.name not in self._hidden)
 
 
 async def serve_metrics(settings: Settings, role: Role) -> MetricsServer | None:
@@ -108,7 +134,8 @@ async def serve_metrics(settings: Settings, role: Role) -> MetricsServer | None:
     if not port or role.kind not in SERVING_KINDS:
         return None
     host = settings.metrics_host
-    metrics = MetricsServer(host, port)
+    hidden = frozenset() if role.kind == "relay" else RELAY_ONLY
+    metrics = MetricsServer(host, port, hidden)
     try:
         await metrics.start()
     except OSError as e:

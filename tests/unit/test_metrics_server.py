@@ -23,6 +23,7 @@ from entrypoints.metrics_server import (
 )
 from entrypoints.settings import ConfigError, Settings
 
+RELAY = Role("relay")
 PROBE = Gauge("club_test_probe", "Set by the test's refresh.")
 
 
@@ -33,11 +34,10 @@ def settings(**env: str) -> Settings:
 def scrape_while_serving(
     check: Callable[[str], Awaitable[Any]],
     refresh: Callable[[], Awaitable[None]] | None = None,
+    role: Role = RELAY,
 ) -> Any:
     async def run() -> Any:
-        server = await serve_metrics(
-            settings(CLUB_METRICS_PORT=str(free_port())), Role("relay")
-        )
+        server = await serve_metrics(settings(CLUB_METRICS_PORT=str(free_port())), role)
         assert server is not None
         if refresh is not None:
             server.refresh = refresh
@@ -154,3 +154,17 @@ def test_each_role_gets_its_own_port_and_club_up_says_where() -> None:
     assert "relay" in lines
     assert "http://192.0.2.7:9102/metrics" in lines
     assert "none" in where_served(settings(), {})
+
+
+def test_only_the_relay_reports_the_relays_series() -> None:
+    """Unlabelled, a projector's 0 would sit beside the relay's real value."""
+
+    def families(role: Role) -> str:
+        response = scrape_while_serving(lambda base: get(f"{base}/metrics"), role=role)
+        return str(response.text)
+
+    relay, worker = families(Role("relay")), families(Role("worker", "exports"))
+    for name in ("club_events_published_total", "club_relay_lease_held"):
+        assert f"\n{name} " in relay
+        assert name not in worker
+    assert "club_events_applied" in worker  # the rest is there
