@@ -22,6 +22,7 @@ from adapters.nats.trace import (
     durable_views,
     find_message,
     letters_naming,
+    message_at,
     subject_matches,
 )
 from adapters.postgres.saga_feed import WAKING_TOPICS
@@ -145,8 +146,13 @@ async def _locate(
 ) -> StreamFact:
     assert event.event_id is not None  # noqa: S101 - only published kinds come here
     if rows:
+        seq = rows[0].stream_seq
+        kept = await message_at(js, seq, str(event.event_id))
         return StreamFact(
-            event_id=event.event_id, seq=rows[0].stream_seq, found_by="inbox"
+            event_id=event.event_id,
+            seq=seq,
+            found_by="inbox" if kept else "inbox; no longer in the stream",
+            stored_at=None if kept is None else kept.stored_at,
         )
     if published and event.subject and event.stored_at:
         found = await find_message(
@@ -232,6 +238,12 @@ def _export(container: Container, id_: UUID) -> ExportFact:
     )
 
 
+STATE_WORDS = {
+    "delivered": "delivered (above the ack floor: in hand, due again, or acked)",
+    "waiting": "waiting (not yet delivered)",
+}
+
+
 def hops(trace: Trace, event: EventFact) -> list[dict[str, Any]]:
     """One event's way through the chain: each hop's state, time and record."""
     shown = [
@@ -246,17 +258,17 @@ def hops(trace: Trace, event: EventFact) -> list[dict[str, Any]]:
         shown.append(_hop("relay", "internal: never published", None, "-"))
         return shown
     position = trace.relay.position
+    where = trace.stream.get(event.event_id)
     shown.append(
         _hop(
             "relay",
             "published"
             if trace.relay.published(event)
             else f"not yet published (position {position})",
-            None,
+            None if where is None else where.stored_at,  # as the stream stored it
             f"relay_leases position {position}",
         )
     )
-    where = trace.stream.get(event.event_id)
     if where is not None and where.seq is not None:
         shown.append(
             _hop(
@@ -277,7 +289,8 @@ def hops(trace: Trace, event: EventFact) -> list[dict[str, Any]]:
             else f"durable `{c.consumer}` ack floor {c.ack_floor}, "
             f"{c.pending} unfinished"
         )
-        shown.append(_hop(f"{c.kind} {c.consumer}", c.state, c.applied_at, record))
+        state = STATE_WORDS.get(c.state, c.state)
+        shown.append(_hop(f"{c.kind} {c.consumer}", state, c.applied_at, record))
     for n in trace.notifications:
         if n.event_id == event.event_id:
             detail = f"{n.kind} e-mail {n.state}, attempts {n.attempts}"

@@ -122,6 +122,18 @@ async def find_message(
     return None
 
 
+async def message_at(js: JetStreamContext, seq: int, event_id: str) -> Found | None:
+    """The message at `seq` if it is still there and is this event's (retention
+    may have removed it since a consumer recorded the sequence)."""
+    try:
+        msg = await asyncio.wait_for(js.get_msg(EVENTS_STREAM, seq), READ_BUDGET_S)
+    except (NotFoundError, JetStreamError, TimeoutError):
+        return None
+    if (msg.headers or {}).get("Nats-Msg-Id") != event_id:
+        return None
+    return Found(seq=seq, stored_at=msg.time)
+
+
 async def letters_naming(js: JetStreamContext, ids: set[str]) -> list[DeadLetterFact]:
     """Every CLUB_DLQ entry whose original message id is one of `ids` (a scan of
     the DLQ, which is small while operators keep it so)."""

@@ -12,11 +12,13 @@ carry over from one to the next)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 from uuid import uuid4
 
@@ -24,9 +26,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from adapters.nats.trace import Found, find_message
 from adapters.postgres.tables import inbox, notifications
 from application.trace import OWED_STATES
 from tests.api_client import ClubClient
+from tests.integration.helpers import with_js
 from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir
 from tests.stack import FAST_FAULTS, Stack, eventually
@@ -134,7 +138,10 @@ def test_a_stuck_email_names_the_notifications_worker_and_where_it_is_recorded(
         f"notification id {event['notification_id']}"
     )
     assert hop(event, "relay")["state"] == "published"
-    assert hop(event, "stream")["state"] == f"CLUB_EVENTS seq {seq}"
+    stream = hop(event, "stream")
+    assert stream["state"] == f"CLUB_EVENTS seq {seq}"
+    assert stream["recorded_in"].endswith("(found by inbox)")  # and still there
+    assert stream["at"] >= event["stored_at"]
     for projection in ("rosters", "statistics"):
         applied = hop(event, f"projection {projection}")
         assert applied["state"] == "applied"
@@ -248,7 +255,9 @@ def test_a_sent_email_says_done(migrated, container, stack, sandbox) -> None:
     # Earlier e-mails still retrying hold the durable's ack floor back: above it
     # JetStream does not say whether this message was acked, so the trace does
     # not claim it; the sent row is what closes the e-mail's obligation.
-    assert hop(event, "work class notifications")["state"] in ("acked", "delivered")
+    assert hop(event, "work class notifications")["state"].startswith(
+        ("acked", "delivered (above the ack floor")
+    )
     provider = hop(event, "provider")
     assert provider["state"].startswith("confirmation e-mail sent, attempts 1")
     assert provider["at"] is not None
@@ -280,7 +289,7 @@ def test_an_export_waiting_for_its_worker_names_the_exports_pool(
     assert document["kind"] == "export"
     assert document["export"]["status"] == "pending"
     [event] = document["events"]
-    assert hop(event, "work class exports")["state"] == "waiting"
+    assert hop(event, "work class exports")["state"] == "waiting (not yet delivered)"
     [step] = document["next_steps"]
     assert step["owner"] == (
         "the exports worker pool (durable `exports` on CLUB_EVENTS)"
@@ -335,3 +344,41 @@ def test_an_unknown_id_exits_1_and_a_malformed_one_exits_2(migrated) -> None:
     assert "a UUID such as" in malformed.stderr
     for answer in (unknown, malformed):
         assert "Traceback" not in answer.stderr
+
+
+def test_the_stream_search_finds_the_sequence_the_inbox_recorded(
+    migrated, container, stack
+) -> None:
+    """Before any projection applied an event, the trace finds its message by
+    searching the stream; here it must agree with what the inbox recorded."""
+    enrollment_id = enroll(stack)
+    document = eventually(
+        lambda: (d := traced(migrated, enrollment_id))["events"][0]["stream_seq"] and d,
+        timeout=30,
+        interval=0.5,
+    )
+    [event] = document["events"]
+
+    async def search(js, _nc) -> Found | None:
+        return await find_message(
+            js,
+            event["event_id"],
+            event["subject"],
+            datetime.fromisoformat(event["stored_at"]),
+        )
+
+    found = asyncio.run(with_js(migrated[1], search))
+    assert found is not None
+    assert found.seq == event["stream_seq"]
+    absent = asyncio.run(
+        with_js(
+            migrated[1],
+            lambda js, _nc: find_message(
+                js,
+                str(uuid4()),
+                event["subject"],
+                datetime.fromisoformat(event["stored_at"]),
+            ),
+        )
+    )
+    assert absent is None
