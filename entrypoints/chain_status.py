@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import math
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
 from nats.js import JetStreamContext
 
+from adapters.exports.retention import ExportFiles, export_files_size
 from adapters.nats.dlq_metrics import DlqHop, dlq_hops
 from adapters.nats.status import ConsumerHop, StreamSize, consumer_hops, stream_sizes
+from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM
 from adapters.postgres.status import (
     RATE_WINDOW_S,
     DeadlinesHop,
@@ -27,6 +30,7 @@ from adapters.postgres.status import (
 )
 from application.capacity import plan, verdict
 from entrypoints.bootstrap import PROJECTIONS, Container
+from entrypoints.retention import Retention
 from entrypoints.work_classes import NOTIFICATIONS, WORK_CLASSES
 
 
@@ -60,6 +64,30 @@ class Delivery:
 
 
 @attrs.frozen(kw_only=True)
+class Retained:
+    """What retention bounds, beside what it is configured to keep."""
+
+    oldest_age_seconds: dict[str, float | None]  # per table retention trims
+    horizons: dict[str, datetime]  # per consumer: its inbox trimmed up to here
+    export_files: ExportFiles | None  # None: no exports directory given
+    retention: Retention | None  # None: the caller did not say
+
+    def retention_seconds(self) -> dict[str, float]:
+        """Each store's retention, by the names `stores` shows them under."""
+        kept = self.retention
+        if kept is None:
+            return {}
+        return {
+            "inbox": kept.inbox_s,
+            "request_answers": kept.answers_s,
+            EVENTS_STREAM: kept.stream_s,
+            DLQ_STREAM: kept.dead_letters_s,
+            REPLAY_STREAM: kept.dead_letters_s,
+            "export_files": kept.exports_s,
+        }
+
+
+@attrs.frozen(kw_only=True)
 class ChainStatus:
     at: datetime
     outbox: OutboxHop
@@ -72,6 +100,7 @@ class ChainStatus:
     delivery: Delivery
     stores: dict[str, int]
     streams: list[StreamSize]
+    retained: Retained | None = None  # None: not read (a /metrics scrape)
 
     def consumer(self, name: str) -> ConsumerHop | None:
         return next((c for c in self.consumers if c.consumer == name), None)
@@ -85,9 +114,13 @@ async def read_chain(
     configured_service_per_s: float,
     detail: bool = True,
     rate_window_seconds: float = RATE_WINDOW_S,
+    retention: Retention | None = None,
+    exports_dir: Path | None = None,
 ) -> ChainStatus:
     """`detail=False` (a /metrics scrape) skips what no gauge shows and a large
-    table makes slow: notification states and store sizes."""
+    table makes slow: notification states, store sizes and ages. `retention` and
+    `exports_dir` (from the settings) add each store's retention and the export
+    files beside the sizes."""
     database = PostgresStatus(
         container.engine, container.app.recorder, container.app.mapper
     )
@@ -105,6 +138,9 @@ async def read_chain(
             database.saga_deadlines(),
         )
     )
+    retained = None
+    if detail:
+        retained = await asyncio.to_thread(_retained, database, retention, exports_dir)
     queue = next(c for c in consumers if c.consumer == NOTIFICATIONS)
     return ChainStatus(
         at=datetime.now(UTC),
@@ -118,6 +154,18 @@ async def read_chain(
         delivery=_delivery(queue, rates, promise_seconds, configured_service_per_s),
         stores=stores,
         streams=streams,
+        retained=retained,
+    )
+
+
+def _retained(
+    database: PostgresStatus, retention: Retention | None, exports_dir: Path | None
+) -> Retained:
+    return Retained(
+        oldest_age_seconds=database.store_ages(),
+        horizons=database.inbox_horizons(),
+        export_files=None if exports_dir is None else export_files_size(exports_dir),
+        retention=retention,
     )
 
 
@@ -192,6 +240,23 @@ def as_json(status: ChainStatus) -> dict[str, Any]:
                 s.stream: {"messages": s.messages, "bytes": s.bytes}
                 for s in status.streams
             },
+            **_retained_json(status.retained),
+        },
+    }
+
+
+def _retained_json(retained: Retained | None) -> dict[str, Any]:
+    """Beside the sizes: the oldest row's age, each store's retention, the export
+    files and each consumer's trimmed horizon (empty when not read)."""
+    if retained is None:
+        return {}
+    files = retained.export_files
+    return {
+        "oldest_age_seconds": retained.oldest_age_seconds,
+        "retention_seconds": retained.retention_seconds(),
+        "export_files": None if files is None else attrs.asdict(files),
+        "inbox_horizons": {
+            consumer: when.isoformat() for consumer, when in retained.horizons.items()
         },
     }
 

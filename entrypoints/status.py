@@ -24,7 +24,9 @@ from adapters.transient import TRANSIENT
 from entrypoints import capacity_cli
 from entrypoints.bootstrap import Container, build
 from entrypoints.chain_status import ChainStatus, as_json, read_chain
+from entrypoints.exports_wiring import exports_dir
 from entrypoints.masking import masked
+from entrypoints.retention import shown
 from entrypoints.settings import Settings
 
 
@@ -101,6 +103,8 @@ async def _show(
             js,
             promise_seconds=settings.promise_seconds,
             configured_service_per_s=settings.email_rate_per_s,
+            retention=settings.retention,
+            exports_dir=exports_dir(settings.data_dir),
         )
 
     try:
@@ -215,15 +219,54 @@ def _states(states: list[dict[str, Any]]) -> Table:
 
 
 def _stores(stores: dict[str, Any]) -> Table:
-    table = Table(title="Store sizes (for retention)", title_justify="left")
+    table = Table(title="Store sizes and retention", title_justify="left")
     table.add_column("store")
     table.add_column("rows / messages", justify="right")
     table.add_column("bytes", justify="right")
+    table.add_column("oldest")
+    table.add_column("kept for")
+    ages = stores.get("oldest_age_seconds", {})
+    kept = stores.get("retention_seconds", {})
     for name, rows in stores["rows"].items():
-        table.add_row(name, str(rows), "")
+        table.add_row(name, str(rows), "", _age(ages, name), _kept(kept, name))
     for name, stream in stores["streams"].items():
-        table.add_row(f"stream {name}", str(stream["messages"]), str(stream["bytes"]))
+        table.add_row(
+            f"stream {name}",
+            str(stream["messages"]),
+            str(stream["bytes"]),
+            "",
+            _kept(kept, name),
+        )
+    files = stores.get("export_files")
+    if files is not None:
+        table.add_row(
+            "export files",
+            str(files["files"]),
+            str(files["bytes"]),
+            _span(files["oldest_age_seconds"]),
+            _kept(kept, "export_files"),
+        )
+    for consumer, before in stores.get("inbox_horizons", {}).items():
+        table.add_row(f"inbox {consumer}", "", "", f"trimmed before {before}", "")
     return table
+
+
+def _age(ages: dict[str, float | None], name: str) -> str:
+    return _span(ages[name]) if name in ages else ""
+
+
+def _span(seconds: float | None) -> str:
+    """Ages of stores run to days: the two largest units (12d 3h), not seconds."""
+    if seconds is None or seconds < 60:  # noqa: PLR2004 - under a minute
+        return _s(seconds)
+    return " ".join(shown(round(seconds)).split()[:2])
+
+
+def _kept(kept: dict[str, float], name: str) -> str:
+    """A store without a retention is kept for ever (the notifications' states)."""
+    if not kept:
+        return ""
+    return shown(kept[name]) if name in kept else "always"
 
 
 def _s(seconds: float | None) -> str:

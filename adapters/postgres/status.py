@@ -20,6 +20,7 @@ from adapters.postgres.lease import RELAY_LEASE
 from adapters.postgres.tables import (
     consumer_positions,
     inbox,
+    inbox_horizons,
     notifications,
     relay_leases,
     request_answers,
@@ -180,6 +181,28 @@ class PostgresStatus:
                 count = sa.select(sa.func.count()).select_from(table)
                 sizes[table.name] = int(conn.execute(count).scalar_one())
         return sizes
+
+    def store_ages(self) -> dict[str, float | None]:
+        """The oldest row's age in each store retention trims (None: empty): what
+        says whether the trim keeps up. One index read each."""
+        ages: dict[str, float | None] = {}
+        with self._engine.connect() as conn:
+            for table, column in (
+                (inbox, inbox.c.applied_at),
+                (request_answers, request_answers.c.created_at),
+            ):
+                oldest = sa.func.now() - sa.func.min(column)
+                age = conn.execute(sa.select(sa.func.extract("epoch", oldest))).scalar()
+                ages[table.name] = None if age is None else max(float(age), 0.0)
+        return ages
+
+    def inbox_horizons(self) -> dict[str, datetime]:
+        """Per consumer: events from before this may have lost their inbox rows."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(inbox_horizons.c.consumer, inbox_horizons.c.occurred_before)
+            ).all()
+        return {str(consumer): when for consumer, when in rows}
 
     def projection_positions(self) -> dict[str, int]:
         with self._engine.connect() as conn:
