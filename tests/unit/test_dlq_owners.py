@@ -106,3 +106,14 @@ def test_the_setting_is_read_once_and_a_mistake_is_a_config_error() -> None:
     assert Settings.from_env({}).dlq_owners.owner("rosters") == DEFAULT_OWNER
     with pytest.raises(ConfigError, match=r"CLUB_DLQ_OWNERS: .*unknown consumer"):
         Settings.from_env({"CLUB_DLQ_OWNERS": "mailer=team-mail"})
+
+
+def test_club_refuses_to_start_on_a_malformed_rule(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from entrypoints.cli import main
+
+    monkeypatch.setenv("CLUB_DLQ_OWNERS", "notifications:team-mail")
+    assert main(["dlq", "list"]) == 2
+    said = capsys.readouterr().err
+    assert "CLUB_DLQ_OWNERS: 'notifications:team-mail' has no '='" in said
