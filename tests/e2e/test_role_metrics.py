@@ -4,7 +4,8 @@ enrollment moves the counters of every hop it passes through."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +15,17 @@ from adapters.embedded.process import free_port
 from tests.api_client import ClubClient
 from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir
-from tests.stack import Stack, eventually
+from tests.stack import Stack
+from tests.stack import eventually as soon
+
+# Four roles start at once on a shared two-core machine (other suites run beside):
+# each may take tens of seconds to import and reach its servers.
+STARTUP_S = 60
+
+
+def eventually(check: Callable[[], Any]) -> Any:
+    return soon(check, timeout=STARTUP_S)
+
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 ROLES = ("relay", "projector", "worker", "saga")  # the stack's names for them
@@ -133,7 +144,7 @@ def test_a_metrics_port_taken_is_one_line_and_exit_2(
     club_stack.start(
         "second-relay", role="relay", CLUB_METRICS_PORT=str(ports["relay"])
     )
-    assert club_stack.died("second-relay") == 2
+    assert club_stack.died("second-relay", timeout=STARTUP_S) == 2
     log = club_stack.logs["second-relay"].read_text()
     assert f"CLUB_METRICS_PORT={ports['relay']}" in log
     assert "Traceback" not in log
