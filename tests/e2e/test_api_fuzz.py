@@ -11,14 +11,12 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
 import httpx
-import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,17 +28,7 @@ from application.contracts.events import (
 )
 from application.contracts.mapping import decode, published_envelopes
 from projections import rosters, statistics
-from tests.servers import scratch_dir
 from tests.stack import Stack, eventually
-
-
-@pytest.fixture(scope="module")
-def stack(migrated) -> Iterator[Stack]:
-    stack = Stack(*migrated, scratch_dir("club-fuzz-logs-"))
-    stack.start_all()
-    yield stack
-    stack.stop_all()
-
 
 # Any code point, lone surrogates and controls included: JSON can carry them all.
 anything = st.characters(codec=None, categories=None, exclude_categories=())

@@ -6,11 +6,9 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from uuid import UUID
 
 import httpx
-import pytest
 import sqlalchemy as sa
 
 from adapters.postgres.skips import list_skips
@@ -25,16 +23,7 @@ from tests.integration.helpers import run, with_js
 from tests.integration.test_rebuild_never_stops import (
     store_lesson_bypassing_the_domain,
 )
-from tests.servers import scratch_dir
-from tests.stack import Stack, eventually
-
-
-@pytest.fixture(scope="module")
-def stack(migrated) -> Iterator[Stack]:
-    stack = Stack(*migrated, scratch_dir("club-rebuild-logs-"))
-    stack.start_all()
-    yield stack
-    stack.stop_all()
+from tests.stack import eventually
 
 
 def truth(container) -> tuple[Counter, dict[UUID, str]]:
