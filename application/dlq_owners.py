@@ -17,6 +17,9 @@ import attrs
 
 # Named when no rule matches: dead letters always say whom to page.
 DEFAULT_OWNER = "club-operators"
+# The relay's dead letters (stored events it could not map) go to `club.dlq.relay`;
+# a rule `relay=owner` names who answers for them (they have no published type).
+RELAY_DLQ = "relay"
 ANY_CONSUMER = "*"
 SYNTAX = "consumer[/EventType]=owner, comma-separated"
 

@@ -14,9 +14,10 @@ from uuid import UUID
 
 import attrs
 
+from application.dlq_owners import RELAY_DLQ
+
 EVENTS_STREAM = "CLUB_EVENTS"
 DLQ_STREAM = "CLUB_DLQ"
-RELAY_DLQ = "relay"  # the DLQ subject of stored events the relay could not map
 # The states of a notification row in which the worker still owes a send.
 OWED_STATES = {
     "pending": "send the {kind} e-mail",

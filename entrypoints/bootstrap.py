@@ -42,6 +42,7 @@ from adapters.providers.metered import MeteredEmailProvider, MeteredPaymentProvi
 from adapters.providers.payment_crash import CrashPointProvider
 from adapters.providers.payment_http import HttpPaymentProvider
 from application.club import ClubApplication
+from application.dlq_owners import RELAY_DLQ
 from application.email import EmailProvider
 from application.payment import PaymentProvider
 from application.purchases import Purchases
@@ -208,6 +209,7 @@ def build_relay(
         engine=container.engine,
         js=js,
         listen_dsn=database_url,
+        dead_letter_owner=settings.dlq_owners.owner(RELAY_DLQ),
         **({"lease_seconds": settings.relay_lease_seconds} | tuning),
     )
 

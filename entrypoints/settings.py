@@ -14,7 +14,7 @@ import attrs
 
 from adapters.nats.streams import DUPLICATE_WINDOW_S
 from application.contracts.events import READERS
-from application.dlq_owners import DlqOwners, OwnerRulesError
+from application.dlq_owners import RELAY_DLQ, DlqOwners, OwnerRulesError
 from application.saga import SagaPolicy
 from entrypoints import retention
 from entrypoints.masking import masked
@@ -111,7 +111,9 @@ def _dlq_owners(text: str) -> DlqOwners:
 
     try:
         return DlqOwners.parse(
-            text, consumers=CONSUMERS, event_types={t for t, _ in READERS}
+            text,
+            consumers=(*CONSUMERS, RELAY_DLQ),
+            event_types={t for t, _ in READERS},
         )
     except OwnerRulesError as e:
         raise ConfigError(f"CLUB_DLQ_OWNERS: {e}") from None

@@ -38,12 +38,9 @@ from adapters.reasons import describe, one_line
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
 from application.contracts.mapping import published_envelope
-from application.dlq_owners import DEFAULT_OWNER
+from application.dlq_owners import DEFAULT_OWNER, RELAY_DLQ
 
 log = structlog.get_logger()
-
-
-RELAY_DLQ = "relay"  # the DLQ subject of stored events the relay could not map
 
 
 def owner_name() -> str:
@@ -83,12 +80,14 @@ class Relay:
         puback_timeout: float = 5.0,
         idle_poll: float = 1.0,
         lease_seconds: float = 10.0,
+        dead_letter_owner: str = DEFAULT_OWNER,
     ) -> None:
         self._recorder = recorder
         self._mapper = mapper
         self._js = js
         self._listen_dsn = listen_dsn
         self._channel = channel
+        self._dead_letter_owner = dead_letter_owner
         self._batch_size = batch_size
         self._puback_timeout = puback_timeout
         self._idle_poll = min(idle_poll, lease_seconds / 3)
@@ -250,7 +249,7 @@ class Relay:
                     headers={
                         "Nats-Msg-Id": f"{RELAY_DLQ}:{n.id}",
                         "Club-Reason": one_line(f"unmappable: {item.reason}"),
-                        "Club-Owner": DEFAULT_OWNER,
+                        "Club-Owner": self._dead_letter_owner,
                         "Club-Original-Subject": f"notification:{n.topic}",
                         "Club-Original-Stream-Seq": str(n.id),
                         "Club-Original-Msg-Id": origin,

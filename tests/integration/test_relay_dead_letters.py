@@ -7,9 +7,11 @@ from uuid import uuid4
 from eventsourcing.persistence import StoredEvent
 
 from adapters.nats.dlq import dead_letters
+from entrypoints.bootstrap import build_relay
+from entrypoints.settings import Settings
 from tests.integration.helpers import (
+    UNUSED_NATS_URL,
     lesson_with_enrollments,
-    make_relay,
     run,
     stream_messages,
     with_js,
@@ -31,8 +33,16 @@ def test_an_unmappable_stored_event_is_dead_lettered_and_the_rest_published(
     lesson_with_enrollments(container, 1)
     newest = container.app.recorder.max_notification_id()
 
+    settings = Settings.from_env(
+        {
+            "CLUB_DATABASE_URL": database_url,
+            "CLUB_NATS_URL": UNUSED_NATS_URL,
+            "CLUB_DLQ_OWNERS": "relay=team-contracts,*=club-operators",
+        }
+    )
+
     async def body(js, _nc):
-        relay = make_relay(container, js, database_url)
+        relay = build_relay(settings, container, js)
         while await relay.relay_once():
             pass
         assert relay.position == newest  # moved past it: the outbox goes on
@@ -45,6 +55,7 @@ def test_an_unmappable_stored_event_is_dead_lettered_and_the_rest_published(
     [entry] = entries
     assert entry.original_seq == bad_id
     assert entry.reason.startswith("unmappable:")
+    assert entry.owner == "team-contracts"  # CLUB_DLQ_OWNERS' rule for the relay
     assert (
         entry.headers["Club-Recovery"]
         == f"fix the mapping, then club relay rewind --to {bad_id}"
