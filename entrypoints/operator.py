@@ -18,13 +18,15 @@ proves nothing about who asked (docs/decisions/2026-11-30-operator-page-session.
 from __future__ import annotations
 
 import hmac
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 from urllib.parse import parse_qs
 
 import attrs
 import structlog
 from fastapi import Depends, HTTPException, Request
 
+from entrypoints.exports_wiring import exports_dir
 from entrypoints.ops_session import (
     COOKIE,
     CSRF_FIELD,
@@ -34,6 +36,7 @@ from entrypoints.ops_session import (
     csrf_matches,
     valid_session,
 )
+from entrypoints.retention import Retention
 from entrypoints.settings import Settings
 
 log = structlog.get_logger()
@@ -49,6 +52,8 @@ class OpsConfig:
     operator_token: str
     promise_seconds: float
     email_rate_per_s: float  # the service rate assumed when none was measured
+    retention: Retention | None = None  # shown beside each store's size
+    exports_dir: Path | None = None  # its files counted with the stores
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpsConfig:
@@ -56,7 +61,19 @@ class OpsConfig:
             operator_token=settings.operator_token,
             promise_seconds=settings.promise_seconds,
             email_rate_per_s=settings.email_rate_per_s,
+            retention=settings.retention,
+            exports_dir=exports_dir(settings.data_dir),
         )
+
+    def chain_options(self) -> dict[str, Any]:
+        """`read_chain`'s keywords, so /ops/status, the page and `club status`
+        read the same view."""
+        return {
+            "promise_seconds": self.promise_seconds,
+            "configured_service_per_s": self.email_rate_per_s,
+            "retention": self.retention,
+            "exports_dir": self.exports_dir,
+        }
 
 
 def ops_config(request: Request) -> OpsConfig:

@@ -57,8 +57,7 @@ async def status(
     chain = await read_chain(
         container,
         nc.jetstream(),
-        promise_seconds=config.promise_seconds,
-        configured_service_per_s=config.email_rate_per_s,
+        **config.chain_options(),
     )
     return JSONResponse(as_json(chain))
 

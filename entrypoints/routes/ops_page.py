@@ -121,8 +121,7 @@ async def page(
     chain = await read_chain(
         container,
         js,
-        promise_seconds=config.promise_seconds,
-        configured_service_per_s=config.email_rate_per_s,
+        **config.chain_options(),
     )
     shown = as_json(chain)
     rows = hop_rows(shown)

@@ -270,5 +270,9 @@ def test_the_composition_root_hands_the_api_its_operator_settings() -> None:
     api = bootstrap.build_api(settings, SimpleNamespace(app=None))  # type: ignore[arg-type]
     ops = inner_app(api).state.ops
     assert ops == OpsConfig(
-        operator_token=TOKEN, promise_seconds=7, email_rate_per_s=100
+        operator_token=TOKEN,
+        promise_seconds=7,
+        email_rate_per_s=100,
+        retention=settings.retention,  # /ops/status shows each store's beside its size
+        exports_dir=settings.data_dir / "exports",
     )
