@@ -3,9 +3,13 @@
 For each consumer, an event counts as accounted for when it has an inbox row (applied or
 recognised) or a dead letter in CLUB_DLQ. Anything else is a hole: an event the broker
 lost before the consumer saw it. `club relay rewind --to N` republishes from N.
+Events from before a consumer's inbox horizon (retention trimmed their rows:
+`adapters/postgres/retention.py`) cannot be checked that way and are not holes.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import attrs
 import sqlalchemy as sa
@@ -14,6 +18,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from adapters.nats.streams import DLQ_STREAM
+from adapters.postgres.inbox import horizon
 from adapters.postgres.lease import RELAY_LEASE, RelayLease
 from adapters.postgres.tables import inbox
 from application.contracts.mapping import published_envelope
@@ -28,8 +33,11 @@ class Hole:
     type: str
 
 
-def published_up_to_position(container: Container) -> list[tuple[int, str, str]]:
-    """(notification id, event id, type) of every published event up to the position."""
+def published_up_to_position(
+    container: Container,
+) -> list[tuple[int, str, str, datetime]]:
+    """(notification id, event id, type, occurred at) of every published event up to
+    the position."""
     position = RelayLease(
         container.engine, name=RELAY_LEASE, owner="audit", ttl=1
     ).position()
@@ -45,7 +53,12 @@ def published_up_to_position(container: Container) -> list[tuple[int, str, str]]
         for notification in batch:
             envelope = published_envelope(app.mapper, notification)
             if envelope is not None:
-                found.append((notification.id, str(envelope.event_id), envelope.type))
+                occurred = envelope.occurred_at
+                if occurred.tzinfo is None:  # a stored time is UTC
+                    occurred = occurred.replace(tzinfo=UTC)
+                found.append(
+                    (notification.id, str(envelope.event_id), envelope.type, occurred)
+                )
         start = batch[-1].id
     return found
 
@@ -81,10 +94,13 @@ async def find_holes(container: Container, js: JetStreamContext) -> list[Hole]:
                     sa.select(inbox.c.event_id).where(inbox.c.consumer == consumer)
                 ).scalars()
             }
+            trimmed_before = horizon(conn, consumer)
         dead = await dead_lettered(js, consumer)
         holes += [
             Hole(consumer, nid, event_id, kind)
-            for nid, event_id, kind in published
-            if event_id not in applied and event_id not in dead
+            for nid, event_id, kind, occurred in published
+            if event_id not in applied
+            and event_id not in dead
+            and (trimmed_before is None or occurred >= trimmed_before)
         ]
     return holes

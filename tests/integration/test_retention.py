@@ -25,6 +25,7 @@ from adapters.postgres.tables import inbox, inbox_horizons, request_answers
 from application.commands import ScheduleLesson
 from application.exports import RequestExport, request_export
 from entrypoints import bootstrap
+from entrypoints.audit import find_holes, published_up_to_position
 from entrypoints.exports_wiring import export_runner, exports_dir
 from entrypoints.problems import install_error_handlers
 from entrypoints.routes import operations
@@ -311,3 +312,60 @@ def test_a_trimmed_export_answers_410_gone_and_a_recent_one_is_served(
     assert gone.json()["type"] == "/problems/result-gone"
     assert kept.status_code == 200
     assert not Path(exports_dir(data_dir) / f"{old}.csv").exists()
+
+
+def audit_after(container, migrated, forget) -> tuple[set[str], set[str]]:
+    """A lesson's events applied by both projections' durables, then `forget`
+    drops their inbox rows: this lesson's published event ids, and those of them
+    `club audit` reports as holes (the database holds other tests' events too,
+    which these durables never saw)."""
+    database_url, nats_url = migrated
+    before = container.app.recorder.max_notification_id() or 0
+    lesson_with_enrollments(container, 2)
+
+    async def body(js, _):
+        await relay_all(make_relay(container, js, database_url))
+        for name, (_, apply) in bootstrap.PROJECTIONS.items():
+            await ensure_consumer(js, name)
+            sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+            runner = ConsumerRunner(
+                name=name, apply=apply, js=js, engine=container.engine,
+                fetch_timeout=0.5,
+            )  # fmt: skip
+            while (await runner.poll(sub)).applied:
+                pass
+        for name in bootstrap.PROJECTIONS:
+            await asyncio.to_thread(forget, name)
+        return await find_holes(container, js)
+
+    holes = run(with_js(nats_url, body))
+    ours = {
+        event_id
+        for nid, event_id, _, _ in published_up_to_position(container)
+        if nid > before
+    }
+    return ours, {hole.event_id for hole in holes} & ours
+
+
+def test_club_audit_counts_no_trimmed_event_as_a_hole(container, migrated) -> None:
+    def trim(_: str) -> None:
+        time.sleep(1.1)  # every event so far is older than a one-second retention
+        PostgresTrim(
+            container.engine, inbox_s=1.0, answers_s=DAY.total_seconds(),
+            clock_margin=NO_MARGIN,
+        ).run_once()  # fmt: skip
+
+    ours, holes = audit_after(container, migrated, trim)
+    assert len(ours) >= 3  # the lesson and two enrollments, published
+    assert holes == set()
+
+
+def test_club_audit_still_finds_rows_lost_without_a_trim(container, migrated) -> None:
+    """The control: the same rows deleted with no horizon are holes."""
+
+    def delete_rows(name: str) -> None:
+        with container.engine.begin() as conn:
+            conn.execute(sa.delete(inbox).where(inbox.c.consumer == name))
+
+    ours, holes = audit_after(container, migrated, delete_rows)
+    assert holes == ours
