@@ -57,6 +57,9 @@ class OperationOut(BaseModel):
     attempts: int
     rows: int | None = None
     result_url: str | None = None
+    # Succeeded, but retention removed the file (CLUB_EXPORT_RETENTION): no URL
+    # that would only answer 410.
+    result_expired: bool = False
     error: str | None = None
 
 
@@ -107,8 +110,11 @@ def post_roster_export(
     response_model=OperationOut,
     responses=problems(404, 422, 503),
 )
-def get_operation(operation_id: UUID, container: ContainerDep) -> OperationOut:
-    return operation_out(get_export(container.app, operation_id))
+def get_operation(
+    operation_id: UUID, container: ContainerDep, directory: ExportsDir
+) -> OperationOut:
+    export = get_export(container.app, operation_id)
+    return operation_out(export, kept=_result_path(export, directory).is_file())
 
 
 @router.get(
@@ -128,9 +134,7 @@ def get_operation_result(
     export = get_export(container.app, operation_id)
     if export.status is not ExportStatus.SUCCEEDED or export.result_name is None:
         return _not_ready(export)
-    # The name recorded by the worker, inside the exports directory only: never a
-    # path a client sent (the operation id is a UUID, the name derived from it).
-    path = directory / Path(export.result_name).name
+    path = _result_path(export, directory)
     if not path.is_file():
         return problem(
             410, "result-gone", "The result is gone",
@@ -142,6 +146,12 @@ def get_operation_result(
         media_type="text/csv; charset=utf-8",
         filename=f"roster-{export.lesson_id}.csv",
     )
+
+
+def _result_path(export: Export, directory: Path) -> Path:
+    """The name recorded by the worker, inside the exports directory only: never a
+    path a client sent (the operation id is a UUID, the name derived from it)."""
+    return directory / Path(export.result_name or "-").name
 
 
 def _not_ready(export: Export) -> JSONResponse:
@@ -167,8 +177,9 @@ def accepted(export: object) -> JSONResponse:
     )
 
 
-def operation_out(export: Export) -> OperationOut:
+def operation_out(export: Export, *, kept: bool) -> OperationOut:
     succeeded = export.status is ExportStatus.SUCCEEDED
+    served = succeeded and kept
     return OperationOut(
         operation_id=export.id,
         kind=KIND,
@@ -179,6 +190,7 @@ def operation_out(export: Export) -> OperationOut:
         finished_at=export.finished_at,
         attempts=export.attempts,
         rows=export.rows,
-        result_url=f"/operations/{export.id}/result" if succeeded else None,
+        result_url=f"/operations/{export.id}/result" if served else None,
+        result_expired=succeeded and not kept,
         error=export.error,
     )

@@ -308,6 +308,12 @@ def test_a_trimmed_export_answers_410_gone_and_a_recent_one_is_served(
     with TestClient(app) as api:
         gone = api.get(f"/operations/{old}/result")
         kept = api.get(f"/operations/{recent}/result")
+        expired = api.get(f"/operations/{old}").json()
+        served = api.get(f"/operations/{recent}").json()
+    assert (expired["status"], expired["result_url"]) == ("succeeded", None)
+    assert expired["result_expired"] is True  # no URL that would only answer 410
+    assert served["result_url"] == f"/operations/{recent}/result"
+    assert served["result_expired"] is False
     assert gone.status_code == 410
     assert gone.json()["type"] == "/problems/result-gone"
     assert kept.status_code == 200
