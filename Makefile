@@ -20,7 +20,7 @@ test: $(STAMP)
 
 # One layer at a time; `make test` runs them all.
 test-unit: $(STAMP)
-	$(BIN)/pytest -m unit
+	$(BIN)/pytest -m unit -n auto
 
 test-integration: $(STAMP)
 	$(BIN)/pytest -m integration
