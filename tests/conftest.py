@@ -9,8 +9,12 @@ import hypothesis  # noqa: F401 - see below
 import pytest
 
 from adapters.embedded.nats import EmbeddedNats
+from adapters.nats.authorization import role_users
+from adapters.providers.email_http import HttpEmailProvider
 from entrypoints import bootstrap
 from tests import servers
+from tests.integration.sandbox_process import SandboxProcess
+from tests.stack import scratch_for
 
 # Imported early on purpose: when the first import of hypothesis happens in pytest's
 # terminal summary (a run without any hypothesis test), CPython 3.11.7's ast.parse
@@ -88,3 +92,33 @@ def container_for() -> Iterator[Callable[[str], bootstrap.Container]]:
     yield build
     for c in built:
         c.close()
+
+
+@pytest.fixture(scope="module")
+def guarded_nats(request: pytest.FixtureRequest) -> Iterator[EmbeddedNats]:
+    """A broker of this module's own that admits only Club's users, each with its
+    own permissions, as `club up` and the compose cluster configure it."""
+    server = EmbeddedNats(
+        scratch_for(request, "nats"),
+        sync_always=False,
+        users=role_users(bootstrap.CONSUMERS),
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def email_sandbox(request: pytest.FixtureRequest) -> Iterator[SandboxProcess]:
+    """The e-mail sandbox as a process of this module's own, named after it."""
+    with SandboxProcess(scratch_for(request, "sandbox") / "data").running() as process:
+        yield process
+
+
+@pytest.fixture
+def email_provider(email_sandbox: SandboxProcess) -> Iterator[HttpEmailProvider]:
+    """The HTTP e-mail client on the module's sandbox, its knobs at the defaults."""
+    with email_sandbox.fresh_knobs():
+        client = HttpEmailProvider(email_sandbox.url, read_timeout_s=2.0)
+        yield client
+        client.close()

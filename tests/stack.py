@@ -6,12 +6,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
+from adapters.embedded.scratch import scratch_dir
 from entrypoints.role_env import role_env
 
 ROLES: dict[str, tuple[str, ...]] = {
@@ -126,6 +130,26 @@ class Stack:
     def stop_all(self) -> None:
         for name in list(self.procs):
             self.stop(name)
+
+
+def scratch_for(request: pytest.FixtureRequest, what: str) -> Path:
+    """A scratch folder named after the test module, so that its logs are found."""
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    return scratch_dir(f"club-{module}-{what}-")
+
+
+@contextmanager
+def running_stack(
+    migrated: tuple[str, str], log_dir: Path, roles: Iterable[str] = CORE, **env: str
+) -> Iterator[Stack]:
+    """A stack on the module's servers with `roles` started, all stopped at the end."""
+    stack = Stack(*migrated, log_dir, **env)
+    try:
+        for role in roles:
+            stack.start(role)
+        yield stack
+    finally:
+        stack.stop_all()
 
 
 def eventually(

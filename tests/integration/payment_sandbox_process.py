@@ -3,8 +3,6 @@ webhooks: tests start, SIGKILL and restart the one and read what the other got."
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,36 +11,26 @@ import attrs
 
 from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
 from tests.integration.sandbox_process import SandboxProcess
-from tests.stack import wait_ready
 
 DEFAULT_PAYMENT_KNOBS = {knob.name: knob.default for knob in PAYMENT_KNOBS}
 SECRET = "whsec_test_0123456789"  # noqa: S105 - a test secret
 
 
 class PaymentSandboxProcess(SandboxProcess):
+    module = "entrypoints.sandbox.payment"
+    default_knobs = DEFAULT_PAYMENT_KNOBS
+    listing = "payments"
+
     def __init__(
         self, data_dir: Path, *knob_args: str, webhook_url: str | None = None
     ) -> None:
         super().__init__(data_dir, *knob_args)
         self.webhook_url = webhook_url
 
-    def start(self) -> None:
-        target = (
-            ["--webhook-url", self.webhook_url, "--webhook-secret", SECRET]
-            if self.webhook_url
-            else []
-        )
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "entrypoints.sandbox.payment",
-                 "--port", str(self.port), "--data-dir", str(self.data_dir),
-                 *target, *self.knob_args],
-                stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        wait_ready(self.url, timeout=30)
-
-    def reset_knobs(self) -> None:
-        self.set_knobs(**DEFAULT_PAYMENT_KNOBS)
+    def extra_args(self) -> list[str]:
+        if not self.webhook_url:
+            return []
+        return ["--webhook-url", self.webhook_url, "--webhook-secret", SECRET]
 
 
 @attrs.frozen

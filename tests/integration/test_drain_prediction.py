@@ -8,11 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from uuid import uuid4
-
-import pytest
 
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.nats.worker import RateLimit, Worker
@@ -30,8 +27,6 @@ from tests.integration.helpers import (
     relay_all,
     with_js,
 )
-from tests.integration.sandbox_process import SandboxProcess
-from tests.servers import scratch_dir
 
 BACKLOG = 240  # the seed's 6000, scaled down
 SERVICE_PER_S = 20.0  # the seed's 100/s
@@ -42,14 +37,6 @@ ARRIVALS_PER_S = 5.0
 WARM_UP_S = 6.0
 RATE_WINDOW_S = 4.0  # the rates are measured after the worker's start-up
 TOLERANCE = 0.15
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-drain-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
 
 
 def arrive(container, stop: threading.Event) -> None:
@@ -74,11 +61,11 @@ def arrive(container, stop: threading.Event) -> None:
 
 
 def test_the_predicted_drain_is_within_15_percent_of_the_measured(
-    migrated, container, sandbox
+    migrated, container, email_sandbox
 ) -> None:
     database_url, nats_url = migrated
     lesson_with_enrollments(container, BACKLOG)  # piled up: nobody sends e-mail
-    provider = HttpEmailProvider(sandbox.url, read_timeout_s=5.0)
+    provider = HttpEmailProvider(email_sandbox.url, read_timeout_s=5.0)
     quiet = RetryPolicy(max_attempts=5, first_delay=0.05, max_delay=0.3)
 
     async def body(js, _nc) -> tuple[float, float]:

@@ -4,15 +4,12 @@ process, the SMTP adapter against aiosmtpd; each failure lands in its class."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from email import message_from_bytes
 from email.utils import formatdate
 from uuid import uuid4
 
-import httpx
 import pytest
 from aiosmtpd.controller import Controller
 
@@ -26,38 +23,23 @@ from application.email import (
     PermanentSendError,
     TransientSendError,
 )
-from tests.integration.sandbox_process import SandboxProcess
+from tests.integration.half_answer import client_of
 from tests.ports.email_provider import WELCOME, EmailProviderContract
-from tests.servers import scratch_dir
 from tests.stack import eventually
 
 # --- HTTP, against the sandbox ------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-email-adapter-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
 @pytest.fixture
-def knobs(sandbox):
-    sandbox.reset_knobs()
-    yield sandbox.set_knobs
-    sandbox.reset_knobs()
-
-
-def held_by_sandbox(sandbox: SandboxProcess, key: str) -> int:
-    listing = httpx.get(f"{sandbox.url}/messages").json()["messages"]
-    return [m["idempotency_key"] for m in listing].count(key)
+def knobs(email_sandbox):
+    with email_sandbox.fresh_knobs() as set_knobs:
+        yield set_knobs
 
 
 class TestHttpEmailProvider(EmailProviderContract):
     @pytest.fixture
-    def provider(self, sandbox, knobs):
-        client = HttpEmailProvider(sandbox.url, read_timeout_s=5)
+    def provider(self, email_sandbox, knobs):
+        client = HttpEmailProvider(email_sandbox.url, read_timeout_s=5)
         yield client
         client.close()
 
@@ -72,16 +54,16 @@ class TestHttpEmailProvider(EmailProviderContract):
         return "nobody-at-all"  # the sandbox refuses what is not local@domain
 
     @pytest.fixture
-    def received(self, sandbox):
-        return lambda key: held_by_sandbox(sandbox, key)
+    def received(self, email_sandbox):
+        return email_sandbox.held
 
-    def test_a_repeat_is_the_first_result(self, provider, sandbox):
+    def test_a_repeat_is_the_first_result(self, provider, email_sandbox):
         key = str(uuid4())
         first = provider.send(WELCOME, key)
         again = provider.send(WELCOME, key)
         assert (first.replayed, again.replayed) == (False, True)
         assert again.provider_id == first.provider_id
-        assert held_by_sandbox(sandbox, key) == 1
+        assert email_sandbox.held(key) == 1
 
     def test_status_says_what_the_provider_holds(self, provider):
         key = "lesson/1%2F?#"  # awkward characters survive the URL
@@ -119,17 +101,17 @@ class TestHttpEmailProvider(EmailProviderContract):
             provider.send(WELCOME, key)
         assert provider.status(key) is DeliveryStatus.ACCEPTED
 
-    def test_a_read_timeout_after_sending_is_unknown(self, sandbox, knobs):
+    def test_a_read_timeout_after_sending_is_unknown(self, email_sandbox, knobs):
         knobs(latency_ms=1500)
         key = str(uuid4())
-        impatient = HttpEmailProvider(sandbox.url, read_timeout_s=0.3)
+        impatient = HttpEmailProvider(email_sandbox.url, read_timeout_s=0.3)
         try:
             with pytest.raises(OutcomeUnknownError, match="ReadTimeout"):
                 impatient.send(WELCOME, key)
         finally:
             impatient.close()
         # The provider went on without us: exactly why a blind resend is wrong.
-        eventually(lambda: held_by_sandbox(sandbox, key) == 1, timeout=10)
+        eventually(lambda: email_sandbox.held(key) == 1, timeout=10)
 
     def test_a_provider_that_is_down_is_transient_for_sends_and_lookups(
         self, provider, knobs
@@ -140,9 +122,11 @@ class TestHttpEmailProvider(EmailProviderContract):
         with pytest.raises(TransientSendError, match="503"):
             provider.status(str(uuid4()))
 
-    def test_a_lookup_that_times_out_is_transient_not_unknown(self, sandbox, knobs):
+    def test_a_lookup_that_times_out_is_transient_not_unknown(
+        self, email_sandbox, knobs
+    ):
         knobs(latency_ms=1500)
-        impatient = HttpEmailProvider(sandbox.url, read_timeout_s=0.3)
+        impatient = HttpEmailProvider(email_sandbox.url, read_timeout_s=0.3)
         try:
             with pytest.raises(TransientSendError, match="ReadTimeout"):
                 impatient.status(str(uuid4()))
@@ -154,31 +138,6 @@ class TestHttpEmailProvider(EmailProviderContract):
             HttpEmailProvider("ftp://mail.example.org")
 
 
-class HalfAnswer:
-    """A server that reads the request, starts an answer, then hangs up."""
-
-    def __init__(self, reply: bytes) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.requests = 0
-        self.reply = reply
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                self.requests += 1
-                conn.sendall(self.reply)
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 @pytest.mark.parametrize(
     "reply",
     [
@@ -188,15 +147,10 @@ class HalfAnswer:
     ],
 )
 def test_a_connection_dropped_mid_response_is_unknown(reply):
-    server = HalfAnswer(reply)
-    client = HttpEmailProvider(server.url)
-    try:
+    with client_of(reply, HttpEmailProvider) as (client, server):
         with pytest.raises(OutcomeUnknownError):
             client.send(WELCOME, str(uuid4()))
         assert server.requests == 1  # it did leave: that is why it is unknown
-    finally:
-        client.close()
-        server.close()
 
 
 # --- SMTP, against aiosmtpd ---------------------------------------------------
@@ -322,37 +276,24 @@ def answer_429(retry_after: str) -> bytes:
 def test_retry_after_is_read_as_seconds_or_an_http_date(header, low, high):
     if isinstance(header, int):
         header = formatdate(time.time() + header, usegmt=True)
-    server = HalfAnswer(answer_429(header))
-    client = HttpEmailProvider(server.url)
-    try:
+    with client_of(answer_429(header), HttpEmailProvider) as (client, _):
         with pytest.raises(TransientSendError) as raised:
             client.send(WELCOME, str(uuid4()))
         assert low <= raised.value.retry_after <= high
-    finally:
-        client.close()
-        server.close()
 
 
 def test_an_unreadable_retry_after_is_no_hint():
-    server = HalfAnswer(answer_429("soon"))
-    client = HttpEmailProvider(server.url)
-    try:
+    with client_of(answer_429("soon"), HttpEmailProvider) as (client, _):
         with pytest.raises(TransientSendError) as raised:
             client.send(WELCOME, str(uuid4()))
         assert raised.value.retry_after is None
-    finally:
-        client.close()
-        server.close()
 
 
 @pytest.mark.parametrize("status", [400, 401, 409, 500])
 def test_a_failed_lookup_is_only_ever_transient(status):
     head = f"HTTP/1.1 {status} No\r\nContent-Length: 0\r\nConnection: close\r\n"
-    server = HalfAnswer(f"{head}\r\n".encode())
-    client = HttpEmailProvider(server.url)
-    try:
-        with pytest.raises(TransientSendError, match=str(status)):
-            client.status(str(uuid4()))
-    finally:
-        client.close()
-        server.close()
+    with (
+        client_of(f"{head}\r\n".encode(), HttpEmailProvider) as (client, _),
+        pytest.raises(TransientSendError, match=str(status)),
+    ):
+        client.status(str(uuid4()))

@@ -20,20 +20,13 @@ from tests.servers import scratch_dir
 MESSAGE = {"to": "ann@example.org", "subject": "Welcome", "body": "See you at Yoga."}
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    process = SandboxProcess(scratch_dir("club-email-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
 @pytest.fixture
-def http(sandbox):
-    sandbox.reset_knobs()
-    with httpx.Client(base_url=sandbox.url, timeout=10) as client:
+def http(email_sandbox):
+    with (
+        email_sandbox.fresh_knobs(),
+        httpx.Client(base_url=email_sandbox.url, timeout=10) as client,
+    ):
         yield client
-    sandbox.reset_knobs()
 
 
 def send(http: httpx.Client, key: str | None = None, body=None) -> httpx.Response:
@@ -65,9 +58,9 @@ def test_the_same_key_with_another_message_is_refused(http):
 
 
 def test_the_first_result_survives_a_killed_sandbox(tmp_path):
-    process = SandboxProcess(scratch_dir("club-email-restart-") / "data")
-    process.start()
-    try:
+    with SandboxProcess(
+        scratch_dir("club-email-restart-") / "data"
+    ).running() as process:
         key = str(uuid4())
         first = httpx.post(
             f"{process.url}/messages", json=MESSAGE, headers={"Idempotency-Key": key}
@@ -82,8 +75,6 @@ def test_the_first_result_survives_a_killed_sandbox(tmp_path):
         assert again.headers["Idempotent-Replayed"] == "true"
         assert httpx.get(f"{process.url}/messages/{key}").json()["id"] == first["id"]
         assert httpx.get(f"{process.url}/messages").json()["total"] == 1
-    finally:
-        process.stop()
 
 
 def test_status_lookup_by_key(http):
@@ -204,8 +195,7 @@ def test_a_sandbox_started_with_knobs_uses_them(tmp_path):
         scratch_dir("club-email-knobs-") / "data", "--fail-rate", "1", "--fail-status",
         "400", "--rate-limit-per-s", "7",
     )  # fmt: skip
-    process.start()
-    try:
+    with process.running():
         knobs = httpx.get(f"{process.url}/knobs").json()
         assert knobs == DEFAULT_KNOBS | {
             "fail_rate": 1.0, "fail_status": 400, "rate_limit_per_s": 7,
@@ -214,12 +204,10 @@ def test_a_sandbox_started_with_knobs_uses_them(tmp_path):
             f"{process.url}/messages", json=MESSAGE, headers={"Idempotency-Key": "k"}
         )
         assert refused.status_code == 400
-    finally:
-        process.stop()
 
 
-def test_latency_delays_every_provider_answer(http, sandbox):
-    sandbox.set_knobs(latency_ms=400)
+def test_latency_delays_every_provider_answer(http, email_sandbox):
+    email_sandbox.set_knobs(latency_ms=400)
     started = time.monotonic()
     assert send(http).status_code == 201
     assert http.get(f"/messages/{uuid4()}").status_code == 404
@@ -227,45 +215,45 @@ def test_latency_delays_every_provider_answer(http, sandbox):
 
 
 @pytest.mark.parametrize("fail_status", [503, 500, 400])
-def test_a_failure_accepts_nothing(http, sandbox, fail_status):
-    sandbox.set_knobs(fail_rate=1.0, fail_status=fail_status)
+def test_a_failure_accepts_nothing(http, email_sandbox, fail_status):
+    email_sandbox.set_knobs(fail_rate=1.0, fail_status=fail_status)
     key = str(uuid4())
     failed = send(http, key)
     assert failed.status_code == fail_status
-    sandbox.set_knobs(fail_rate=0.0)
+    email_sandbox.set_knobs(fail_rate=0.0)
     assert http.get(f"/messages/{key}").status_code == 404
 
 
-def test_fail_rate_is_a_share_of_sends(http, sandbox):
-    sandbox.set_knobs(fail_rate=0.5, rate_limit_per_s=1_000_000)
+def test_fail_rate_is_a_share_of_sends(http, email_sandbox):
+    email_sandbox.set_knobs(fail_rate=0.5, rate_limit_per_s=1_000_000)
     statuses = [send(http).status_code for _ in range(200)]
     time.sleep(1.05)  # let these sends leave the default limit's window
     assert set(statuses) == {201, 503}
     assert 60 <= statuses.count(503) <= 140  # binomial(200, .5): 7 sigma either way
 
 
-def test_a_dropped_response_was_accepted_all_the_same(http, sandbox):
-    sandbox.set_knobs(drop_rate=1.0)
+def test_a_dropped_response_was_accepted_all_the_same(http, email_sandbox):
+    email_sandbox.set_knobs(drop_rate=1.0)
     key = str(uuid4())
     with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
         send(http, key)
-    sandbox.set_knobs(drop_rate=0.0)
+    email_sandbox.set_knobs(drop_rate=0.0)
     found = http.get(f"/messages/{key}")
     assert found.status_code == 200
     assert found.json()["status"] == "accepted"
 
 
-def test_down_refuses_every_provider_request_but_not_the_knobs(http, sandbox):
-    sandbox.set_knobs(down=True)
+def test_down_refuses_every_provider_request_but_not_the_knobs(http, email_sandbox):
+    email_sandbox.set_knobs(down=True)
     assert send(http).status_code == 503
     assert http.get(f"/messages/{uuid4()}").status_code == 503
     assert http.get("/knobs").json()["down"] is True
-    sandbox.set_knobs(down=False)
+    email_sandbox.set_knobs(down=False)
     assert send(http).status_code == 201
 
 
-def test_above_the_rate_limit_sends_get_429_with_retry_after(http, sandbox):
-    sandbox.set_knobs(rate_limit_per_s=5)
+def test_above_the_rate_limit_sends_get_429_with_retry_after(http, email_sandbox):
+    email_sandbox.set_knobs(rate_limit_per_s=5)
     time.sleep(1.05)  # the sends of earlier tests leave the window
     answers = [send(http) for _ in range(8)]
     assert [a.status_code for a in answers] == [201] * 5 + [429] * 3
@@ -277,14 +265,14 @@ def test_above_the_rate_limit_sends_get_429_with_retry_after(http, sandbox):
     assert send(http).status_code == 201
 
 
-def test_the_rate_limit_holds_in_every_window_of_a_second(http, sandbox):
+def test_the_rate_limit_holds_in_every_window_of_a_second(http, email_sandbox):
     limit = 20
-    sandbox.set_knobs(rate_limit_per_s=limit)
+    email_sandbox.set_knobs(rate_limit_per_s=limit)
     started = time.time()
     stop = time.monotonic() + 2.5
 
     def hammer() -> None:
-        with httpx.Client(base_url=sandbox.url, timeout=10) as client:
+        with httpx.Client(base_url=email_sandbox.url, timeout=10) as client:
             while time.monotonic() < stop:
                 send(client)
 

@@ -29,7 +29,6 @@ from adapters.nats.streams import EVENTS_STREAM
 from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.tables import notifications
-from adapters.providers.email_http import HttpEmailProvider
 from application.commands import EnrollStudent, ScheduleLesson
 from application.contracts.envelope import Envelope
 from application.exports import RequestExport, get_export, request_export
@@ -50,7 +49,6 @@ from entrypoints.problems import install_error_handlers
 from entrypoints.routes import operations
 from entrypoints.settings import Settings
 from tests.integration.helpers import make_relay, relay_all, with_js
-from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir
 
 FAST = RetryPolicy(max_attempts=2, first_delay=0.05, max_delay=0.1)
@@ -498,16 +496,8 @@ def sent(container, enrollment_id: UUID) -> bool:
     return state == "sent"
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-exports-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
 def test_a_pile_of_exports_does_not_delay_a_confirmation_email(
-    servers, container, data_dir, sandbox
+    servers, container, data_dir, email_provider
 ) -> None:
     """50 slow exports queued on their own durable and pool; the e-mail of an
     enrollment made meanwhile is sent by the notifications worker at once."""
@@ -523,42 +513,38 @@ def test_a_pile_of_exports_does_not_delay_a_confirmation_email(
     ]
     publish(container, servers)
     files = Gated(exports_dir(data_dir), delay=2.0)  # each export takes 2 s
-    provider = HttpEmailProvider(sandbox.url, read_timeout_s=2.0)
 
     def notifications_worker(js: JetStreamContext) -> Worker:
         return Worker(
             name=work_classes.NOTIFICATIONS,
             js=js,
-            job=work_classes.notification_job(container, provider, FAST),
+            job=work_classes.notification_job(container, email_provider, FAST),
             owner=OWNERS.for_consumer(work_classes.NOTIFICATIONS),
             failures=FirstFailures(container.engine),
             concurrency=8,
         )
 
-    try:
-        with (
-            running(servers[1], export_worker_for(container, data_dir, files)),
-            running(servers[1], notifications_worker),
-        ):
-            eventually(lambda: len(files.writes) >= 2)  # the exports pool is busy
-            other = lesson_of(container, {f"s-{uuid4().hex[:8]}": "Ann"})
-            [enrollment_id] = container.app.get_lesson(other).seats
-            committed = time.monotonic()
-            publish(container, servers)
-            eventually(lambda: sent(container, enrollment_id), seconds=10)
-            took = time.monotonic() - committed  # commit -> e-mail accepted
-            finished = sum(
-                get_export(container.app, e).finished for e in pile
-            )  # still queued behind two slots
-    finally:
-        provider.close()
+    with (
+        running(servers[1], export_worker_for(container, data_dir, files)),
+        running(servers[1], notifications_worker),
+    ):
+        eventually(lambda: len(files.writes) >= 2)  # the exports pool is busy
+        other = lesson_of(container, {f"s-{uuid4().hex[:8]}": "Ann"})
+        [enrollment_id] = container.app.get_lesson(other).seats
+        committed = time.monotonic()
+        publish(container, servers)
+        eventually(lambda: sent(container, enrollment_id), seconds=10)
+        took = time.monotonic() - committed  # commit -> e-mail accepted
+        finished = sum(
+            get_export(container.app, e).finished for e in pile
+        )  # still queued behind two slots
     assert took < 5.0  # while 50 exports of 2 s each wait for two slots
     assert finished < len(pile) / 2  # most of the pile was still waiting
     assert files.most_at_once == 2  # the heavy class never had more than its pool
 
 
 def test_one_shared_pool_would_make_the_email_wait_behind_the_pile(
-    servers, container, data_dir, sandbox
+    servers, container, data_dir, email_provider
 ) -> None:
     """The counter-example the work classes exist for: one durable and one small
     pool for both kinds of work, and the e-mail waits behind the slow exports."""
@@ -578,9 +564,8 @@ def test_one_shared_pool_would_make_the_email_wait_behind_the_pile(
         )
     publish(container, servers)
     files = Gated(exports_dir(data_dir), delay=2.0)
-    provider = HttpEmailProvider(sandbox.url, read_timeout_s=2.0)
     exports = job_for(export_runner(container, data_dir, files=files, policy=FAST))
-    emails = work_classes.notification_job(container, provider, FAST)
+    emails = work_classes.notification_job(container, email_provider, FAST)
 
     async def either(envelope: Envelope, replayed: bool) -> Outcome | None:
         job = exports if envelope.type == "ExportRequested" else emails
@@ -596,16 +581,13 @@ def test_one_shared_pool_would_make_the_email_wait_behind_the_pile(
             concurrency=2,
         )
 
-    try:
-        with running(servers[1], one_pool):
-            eventually(lambda: len(files.writes) >= 2)
-            other = lesson_of(container, {f"s-{uuid4().hex[:8]}": "Ann"})
-            [enrollment_id] = container.app.get_lesson(other).seats
-            publish(container, servers)
-            time.sleep(5.0)
-            late = not sent(container, enrollment_id)
-    finally:
-        provider.close()
+    with running(servers[1], one_pool):
+        eventually(lambda: len(files.writes) >= 2)
+        other = lesson_of(container, {f"s-{uuid4().hex[:8]}": "Ann"})
+        [enrollment_id] = container.app.get_lesson(other).seats
+        publish(container, servers)
+        time.sleep(5.0)
+        late = not sent(container, enrollment_id)
     assert late  # still queued behind the exports in the one pool
 
 

@@ -8,7 +8,6 @@ import asyncio
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import nats
@@ -21,23 +20,16 @@ from adapters.nats.authorization import authorization_block, role_users
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from entrypoints import bootstrap
-from tests.servers import scratch_dir
 from tests.stack import club_env
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def guarded() -> Iterator[EmbeddedNats]:
-    server = EmbeddedNats(
-        scratch_dir("club-test-nats-auth-"),
-        sync_always=False,
-        users=role_users(bootstrap.CONSUMERS),
-    )
-    server.start()
-    asyncio.run(_streams(server.url_for("admin")))
-    yield server
-    server.stop()
+def guarded(guarded_nats: EmbeddedNats) -> EmbeddedNats:
+    """The module's guarded broker, its streams made by the admin user."""
+    asyncio.run(_streams(guarded_nats.url_for("admin")))
+    return guarded_nats
 
 
 async def _streams(url: str) -> None:

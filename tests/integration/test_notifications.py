@@ -8,11 +8,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import httpx
-import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
@@ -21,7 +18,6 @@ from adapters.nats.replay import ReplayRequest, replay
 from adapters.nats.worker import Job, Worker
 from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.tables import first_failures, notifications
-from adapters.providers.email_http import HttpEmailProvider
 from application.commands import CancelEnrollment
 from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
@@ -35,7 +31,6 @@ from tests.integration.helpers import (
     with_js,
 )
 from tests.integration.sandbox_process import SandboxProcess
-from tests.servers import scratch_dir
 
 FAST = RetryPolicy(max_attempts=12, first_delay=0.05, max_delay=0.3, unknown_delay=0.05)
 # One configuration, two owners for one consumer's two event types (and the rest).
@@ -50,28 +45,8 @@ def owners(rules: str = OWNER_RULES) -> DlqOwners:
     return Settings.from_env({"CLUB_DLQ_OWNERS": rules}).dlq_owners
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-notify-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def provider(sandbox) -> Iterator[HttpEmailProvider]:
-    sandbox.reset_knobs()
-    client = HttpEmailProvider(sandbox.url, read_timeout_s=2.0)
-    yield client
-    client.close()
-    sandbox.reset_knobs()
-
-
 def accepted(sandbox: SandboxProcess) -> list[dict]:
-    response = httpx.get(f"{sandbox.url}/messages", timeout=10)
-    assert response.status_code == 200
-    body = response.json()
-    return body["messages"] if isinstance(body, dict) else body
+    return list(sandbox.listed()["messages"])
 
 
 def states(container) -> dict[str, int]:
@@ -126,21 +101,25 @@ def sent_for_every_enrollment(sandbox, container, expected: int):
 
 
 def test_every_enrollment_gets_exactly_one_email_despite_faults(
-    migrated, container, sandbox, provider
+    migrated, container, email_sandbox, email_provider
 ) -> None:
     """30% of sends fail with 503, 10% are accepted and their reply dropped."""
     database_url, nats_url = migrated
-    before = len(accepted(sandbox))
-    sandbox.set_knobs(fail_rate=0.3, drop_rate=0.1)
+    before = len(accepted(email_sandbox))
+    email_sandbox.set_knobs(fail_rate=0.3, drop_rate=0.1)
     publish_enrollments(container, database_url, nats_url, 40)
 
     async def body(js, _nc) -> None:
         await work_until(
-            js, container, provider, sent_for_every_enrollment(sandbox, container, 40)
+            js,
+            container,
+            email_provider,
+            sent_for_every_enrollment(email_sandbox, container, 40),
         )
 
     asyncio.run(with_js(nats_url, body))
-    assert len(accepted(sandbox)) - before == 40  # one each: none lost, none doubled
+    # One each: none lost, none doubled.
+    assert len(accepted(email_sandbox)) - before == 40
     assert states(container) == {"sent": 40}
     with container.engine.connect() as conn:
         enrollment_id = conn.execute(sa.select(notifications.c.enrollment_id)).scalar()
@@ -153,17 +132,17 @@ def test_every_enrollment_gets_exactly_one_email_despite_faults(
 
 
 def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
-    migrated, container, sandbox, provider
+    migrated, container, email_sandbox, email_provider
 ) -> None:
     database_url, nats_url = migrated
-    sandbox.set_knobs(fail_rate=1.0, fail_status=400)
+    email_sandbox.set_knobs(fail_rate=1.0, fail_status=400)
     publish_enrollments(container, database_url, nats_url, 1)
 
     def dead_lettered() -> bool:
         return states(container).get("dead-lettered", 0) == 1
 
     async def body(js, _nc) -> None:
-        await work_until(js, container, provider, dead_lettered)
+        await work_until(js, container, email_provider, dead_lettered)
         [entry] = [e async for e in dead_letters(js, work_classes.NOTIFICATIONS)]
         assert entry.owner == "team-mail"
         assert "400" in entry.reason
@@ -172,8 +151,8 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
             scraped = api.get("/metrics").text
         assert 'club_dlq_messages{consumer="notifications"} 1.0' in scraped
         assert 'club_dlq_oldest_age_seconds{consumer="notifications"}' in scraped
-        sandbox.reset_knobs()  # the cause is fixed
-        before = len(accepted(sandbox))
+        email_sandbox.reset_knobs()  # the cause is fixed
+        before = len(accepted(email_sandbox))
         request = ReplayRequest(
             consumer=work_classes.NOTIFICATIONS,
             operator="test",
@@ -184,13 +163,13 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
         first = await replay(js, container.engine, request)
         assert first.replayed == 1
         await work_until(
-            js, container, provider, lambda: set(states(container)) == {"sent"}
+            js, container, email_provider, lambda: set(states(container)) == {"sent"}
         )
-        assert len(accepted(sandbox)) == before + 1  # delivered once
+        assert len(accepted(email_sandbox)) == before + 1  # delivered once
         second = await replay(js, container.engine, request)
         assert second.replayed == 0  # nothing left: a second replay changes nothing
         await asyncio.sleep(1)
-        assert len(accepted(sandbox)) == before + 1
+        assert len(accepted(email_sandbox)) == before + 1
 
     asyncio.run(with_js(nats_url, body))
 
@@ -217,13 +196,13 @@ async def remove_entries(js, event_ids: set[str]) -> None:
 
 
 def test_one_consumers_two_event_types_are_dead_lettered_under_two_owners(
-    migrated, container, sandbox, provider
+    migrated, container, email_sandbox, email_provider
 ) -> None:
     """The worker as bootstrap builds it from the settings; `club dlq list` shows
     each entry's owner by its event type."""
     database_url, nats_url = migrated
     settings = Settings.from_env({"CLUB_DLQ_OWNERS": OWNER_RULES})
-    sandbox.set_knobs(fail_rate=1.0, fail_status=400)  # refused for good
+    email_sandbox.set_knobs(fail_rate=1.0, fail_status=400)  # refused for good
     lesson_id = lesson_with_enrollments(container, 1)
     [enrollment_id] = container.app.get_lesson(lesson_id).seats
     container.app.cancel_enrollment(CancelEnrollment(enrollment_id=enrollment_id))
@@ -240,9 +219,15 @@ def test_one_consumers_two_event_types_are_dead_lettered_under_two_owners(
     async def body(js, _nc) -> tuple[dict[str, str], set[str]]:
         await relay_all(make_relay(container, js, database_url))
         worker = bootstrap.build_worker(
-            settings, container, js, name=work_classes.NOTIFICATIONS, email=provider
+            settings,
+            container,
+            js,
+            name=work_classes.NOTIFICATIONS,
+            email=email_provider,
         )
-        await work_until(js, container, provider, both_dead_lettered, worker=worker)
+        await work_until(
+            js, container, email_provider, both_dead_lettered, worker=worker
+        )
         ours = {
             e.original_subject.rsplit(".", 1)[-1]: e
             async for e in dead_letters(js, work_classes.NOTIFICATIONS)
@@ -271,16 +256,18 @@ def test_one_consumers_two_event_types_are_dead_lettered_under_two_owners(
 
 
 def test_the_first_failure_is_the_first_attempt_not_the_store_time(
-    migrated, container, sandbox, provider
+    migrated, container, email_sandbox, email_provider
 ) -> None:
     """Two failed attempts, then the DLQ: its first failure time lies between the
     first and second attempt, seconds after the event was stored."""
     database_url, nats_url = migrated
-    sandbox.set_knobs(fail_rate=1.0, fail_status=503)  # passing, every time
+    email_sandbox.set_knobs(fail_rate=1.0, fail_status=503)  # passing, every time
     lesson_id = lesson_with_enrollments(container, 1)
     [enrollment_id] = container.app.get_lesson(lesson_id).seats
     inner = work_classes.notification_job(
-        container, provider, RetryPolicy(max_attempts=2, first_delay=0.5, max_delay=0.5)
+        container,
+        email_provider,
+        RetryPolicy(max_attempts=2, first_delay=0.5, max_delay=0.5),
     )
     attempts: list[datetime] = []
 
@@ -305,7 +292,7 @@ def test_the_first_failure_is_the_first_attempt_not_the_store_time(
     async def body(js, _nc):
         await relay_all(make_relay(container, js, database_url))
         await asyncio.sleep(2.0)  # stored well before the first attempt
-        await work_until(js, container, provider, dead_lettered, job=job)
+        await work_until(js, container, email_provider, dead_lettered, job=job)
         [entry] = [
             e
             async for e in dead_letters(js, work_classes.NOTIFICATIONS)

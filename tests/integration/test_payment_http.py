@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 from uuid import uuid4
 
-import httpx
 import pytest
 
 from adapters.embedded.process import free_port
@@ -19,32 +18,24 @@ from application.payment import (
     RefundStatus,
     TransientPaymentError,
 )
+from tests.integration.half_answer import client_of
 from tests.integration.payment_sandbox_process import PaymentSandboxProcess
-from tests.integration.test_email_adapters import HalfAnswer
 from tests.ports.payment_provider import PaymentProviderContract
-from tests.servers import scratch_dir
-from tests.stack import eventually
+from tests.stack import eventually, scratch_for
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[PaymentSandboxProcess]:
-    process = PaymentSandboxProcess(scratch_dir("club-payment-adapter-") / "data")
-    process.start()
-    yield process
-    process.stop()
+def sandbox(request) -> Iterator[PaymentSandboxProcess]:
+    data = scratch_for(request, "sandbox") / "data"
+    with PaymentSandboxProcess(data).running() as process:
+        yield process
 
 
 @pytest.fixture
 def knobs(sandbox):
-    sandbox.reset_knobs()
-    sandbox.set_knobs(settle_delay_ms=0)  # captured at once, unless a test says not
-    yield sandbox.set_knobs
-    sandbox.reset_knobs()
-
-
-def charges_held(sandbox: PaymentSandboxProcess, key: str) -> int:
-    listing = httpx.get(f"{sandbox.url}/payments").json()["payments"]
-    return [p["idempotency_key"] for p in listing].count(key)
+    # Captured at once, unless a test says not.
+    with sandbox.fresh_knobs(settle_delay_ms=0) as set_knobs:
+        yield set_knobs
 
 
 class TestHttpPaymentProvider(PaymentProviderContract):
@@ -67,7 +58,7 @@ class TestHttpPaymentProvider(PaymentProviderContract):
 
     @pytest.fixture
     def captured(self, sandbox):
-        return lambda key: charges_held(sandbox, key)
+        return sandbox.held
 
     def test_with_no_knob_a_charge_is_pending_then_captured(self, provider, knobs):
         knobs(settle_delay_ms=200)
@@ -125,7 +116,7 @@ class TestHttpPaymentProvider(PaymentProviderContract):
         finally:
             impatient.close()
         # The provider went on without us: exactly why a blind new charge is wrong.
-        eventually(lambda: charges_held(sandbox, key) == 1, timeout=10)
+        eventually(lambda: sandbox.held(key) == 1, timeout=10)
 
     def test_a_provider_that_is_down_is_transient_for_every_call(self, provider, knobs):
         knobs(down=True)
@@ -176,12 +167,7 @@ class TestHttpPaymentProvider(PaymentProviderContract):
     ],
 )
 def test_a_charge_answer_cut_or_unreadable_is_unknown(reply):
-    server = HalfAnswer(reply)
-    client = HttpPaymentProvider(server.url)
-    try:
+    with client_of(reply, HttpPaymentProvider) as (client, server):
         with pytest.raises(PaymentOutcomeUnknownError):
             client.charge("p", 100, str(uuid4()))
         assert server.requests == 1  # it did leave: that is why it is unknown
-    finally:
-        client.close()
-        server.close()

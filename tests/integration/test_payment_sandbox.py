@@ -42,22 +42,20 @@ def receiver():
 
 @pytest.fixture(scope="module")
 def sandbox(receiver):
-    process = PaymentSandboxProcess(
-        scratch_dir("club-payment-sandbox-") / "data", webhook_url=receiver.url
-    )
-    process.start()
-    yield process
-    process.stop()
+    data = scratch_dir("club-payment-sandbox-") / "data"
+    with PaymentSandboxProcess(data, webhook_url=receiver.url).running() as process:
+        yield process
 
 
 @pytest.fixture
 def http(sandbox, receiver):
-    sandbox.reset_knobs()
-    receiver.status = 200
-    with httpx.Client(base_url=sandbox.url, timeout=10) as client:
+    with (
+        sandbox.fresh_knobs(),
+        httpx.Client(base_url=sandbox.url, timeout=10) as client,
+    ):
+        receiver.status = 200
         yield client
-    receiver.status = 200
-    sandbox.reset_knobs()
+        receiver.status = 200
 
 
 def charge(http: httpx.Client, key: str | None = None, body=None) -> httpx.Response:
@@ -123,8 +121,7 @@ def test_a_charge_survives_a_killed_sandbox_and_still_settles(receiver):
         scratch_dir("club-payment-restart-") / "data", "--settle-delay-ms", "1500",
         webhook_url=receiver.url,
     )  # fmt: skip
-    process.start()
-    try:
+    with process.running():
         key = str(uuid4())
         first = httpx.post(
             f"{process.url}/payments", json=CHARGE, headers={"Idempotency-Key": key}
@@ -146,8 +143,6 @@ def test_a_charge_survives_a_killed_sandbox_and_still_settles(receiver):
             )
         )
         eventually(lambda: webhooks_for(receiver, first["id"]), timeout=10)
-    finally:
-        process.stop()
 
 
 def test_status_lookup_by_key(http):

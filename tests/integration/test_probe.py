@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
-
-import pytest
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.process import free_port
-from adapters.nats.authorization import role_users
-from entrypoints import bootstrap
-from tests.servers import scratch_dir
 from tests.stack import club_env
 
 
@@ -26,6 +20,15 @@ def probe(database_url: str, nats_url: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def assert_named_unhealthy(
+    answer: subprocess.CompletedProcess[str], named: str
+) -> None:
+    """Unhealthy, the cause said in a line, and never the password in the URL."""
+    assert answer.returncode == 1
+    assert named in answer.stderr
+    assert "secret-pw" not in answer.stderr
+
+
 def test_healthy_when_both_answer(database_url: str, nats_url: str) -> None:
     answer = probe(database_url, nats_url)
     assert (answer.returncode, answer.stderr) == (0, "")
@@ -33,48 +36,28 @@ def test_healthy_when_both_answer(database_url: str, nats_url: str) -> None:
 
 def test_a_broker_that_does_not_answer_is_named(database_url: str) -> None:
     nowhere = f"nats://relay:secret-pw@127.0.0.1:{free_port()}"
-    answer = probe(database_url, nowhere)
-    assert answer.returncode == 1
-    assert "no NATS server in CLUB_NATS_URL answered" in answer.stderr
-    assert "secret-pw" not in answer.stderr
+    named = "no NATS server in CLUB_NATS_URL answered"
+    assert_named_unhealthy(probe(database_url, nowhere), named)
 
 
 def test_a_database_that_does_not_answer_is_named(nats_url: str) -> None:
     nowhere = f"postgresql://postgres:secret-pw@127.0.0.1:{free_port()}/club"
-    answer = probe(nowhere, nats_url)
-    assert answer.returncode == 1
-    assert "PostgreSQL at CLUB_DATABASE_URL" in answer.stderr
-    assert "secret-pw" not in answer.stderr
-
-
-@pytest.fixture(scope="module")
-def guarded() -> Iterator[EmbeddedNats]:
-    """A broker that admits only Club's users, as the compose cluster does."""
-    server = EmbeddedNats(
-        scratch_dir("club-test-probe-nats-"),
-        sync_always=False,
-        users=role_users(bootstrap.CONSUMERS),
-    )
-    server.start()
-    yield server
-    server.stop()
+    assert_named_unhealthy(probe(nowhere, nats_url), "PostgreSQL at CLUB_DATABASE_URL")
 
 
 def test_a_role_with_its_own_credentials_is_healthy(
-    database_url: str, guarded: EmbeddedNats
+    database_url: str, guarded_nats: EmbeddedNats
 ) -> None:
-    answer = probe(database_url, guarded.url_for("consumer-statistics"))
+    answer = probe(database_url, guarded_nats.url_for("consumer-statistics"))
     assert (answer.returncode, answer.stderr) == (0, "")
 
 
 def test_refused_credentials_are_named(
-    database_url: str, guarded: EmbeddedNats
+    database_url: str, guarded_nats: EmbeddedNats
 ) -> None:
-    wrong = f"nats://relay:secret-pw@127.0.0.1:{guarded.port}"
-    answer = probe(database_url, wrong)
-    assert answer.returncode == 1
-    assert "NATS refused the user and password in CLUB_NATS_URL" in answer.stderr
-    assert "secret-pw" not in answer.stderr
+    wrong = f"nats://relay:secret-pw@127.0.0.1:{guarded_nats.port}"
+    named = "NATS refused the user and password in CLUB_NATS_URL"
+    assert_named_unhealthy(probe(database_url, wrong), named)
 
 
 def test_missing_settings_are_named() -> None:

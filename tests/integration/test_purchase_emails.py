@@ -5,12 +5,8 @@ as a real process (with faults), exactly one e-mail per event that asks for one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
-
-import httpx
-import pytest
 
 from adapters.nats.dlq import replay_durable
 from adapters.nats.streams import EVENTS_STREAM, REPLAY_STREAM
@@ -26,32 +22,12 @@ from entrypoints import work_classes
 from tests.integration.helpers import make_relay, relay_all, stream_messages, with_js
 from tests.integration.sandbox_process import SandboxProcess
 from tests.integration.test_notifications import FAST, work_until
-from tests.servers import scratch_dir
 
 PRICE = 2500
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-purchase-mail-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def provider(sandbox: SandboxProcess) -> Iterator[HttpEmailProvider]:
-    sandbox.reset_knobs()
-    client = HttpEmailProvider(sandbox.url, read_timeout_s=2.0)
-    yield client
-    client.close()
-    sandbox.reset_knobs()
-
-
 def accepted_for(sandbox: SandboxProcess, addresses: set[str]) -> list[dict]:
-    response = httpx.get(f"{sandbox.url}/messages?limit=500", timeout=10)
-    assert response.status_code == 200
-    return [m for m in response.json()["messages"] if m["to"] in addresses]
+    return [m for m in sandbox.listed(limit=500)["messages"] if m["to"] in addresses]
 
 
 def run_the_three_purchases(container, tag: str) -> dict[str, UUID]:
@@ -116,7 +92,10 @@ def run_the_three_purchases(container, tag: str) -> dict[str, UUID]:
 
 
 def test_each_purchase_event_that_asks_for_an_email_gets_exactly_one(
-    migrated, container, sandbox: SandboxProcess, provider: HttpEmailProvider
+    migrated,
+    container,
+    email_sandbox: SandboxProcess,
+    email_provider: HttpEmailProvider,
 ) -> None:
     """30% of sends fail with 503 and 10% are accepted with the reply dropped:
     the retries and look-ups still leave one accepted e-mail per event."""
@@ -124,7 +103,7 @@ def test_each_purchase_event_that_asks_for_an_email_gets_exactly_one(
     tag = uuid4().hex[:8]
     ids = run_the_three_purchases(container, tag)
     addresses = {f"{name}-{tag}@example.org" for name in ids}
-    sandbox.set_knobs(fail_rate=0.3, drop_rate=0.1)
+    email_sandbox.set_knobs(fail_rate=0.3, drop_rate=0.1)
     expected = 7  # ann: payment, access; bob: expiry; cat: three; dan: enrolled
 
     async def body(js, _nc) -> set[UUID]:
@@ -143,15 +122,15 @@ def test_each_purchase_event_that_asks_for_an_email_gets_exactly_one(
             and e.aggregate_id != seat_bought
         }
         await work_until(
-            js, container, provider,
-            lambda: len(accepted_for(sandbox, addresses)) >= expected,
+            js, container, email_provider,
+            lambda: len(accepted_for(email_sandbox, addresses)) >= expected,
             policy=FAST,
         )  # fmt: skip
         await asyncio.sleep(1)  # a late duplicate would show up here
         return asking
 
     asking = asyncio.run(with_js(nats_url, body))
-    mails = accepted_for(sandbox, addresses)
+    mails = accepted_for(email_sandbox, addresses)
     assert sorted(m["idempotency_key"] for m in mails) == sorted(
         provider_key(event_id) for event_id in asking
     )  # one per event, keyed by its id: none lost, none doubled

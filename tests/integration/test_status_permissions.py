@@ -4,35 +4,18 @@ durable's oldest unacked event (for its age) but still publish nothing."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
-from adapters.embedded.nats import EmbeddedNats
-from adapters.nats.authorization import role_users
 from adapters.nats.status import consumer_hops
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from adapters.nats.worker import ensure_worker_consumer
-from entrypoints import bootstrap
 from entrypoints.work_classes import NOTIFICATIONS, WORK_CLASSES
-from tests.servers import scratch_dir
 
 BODY = (
     b'{"event_id": "0", "type": "EnrollmentConfirmed", "schema_version": 2,'
     b' "occurred_at": "2026-11-30T10:00:00+00:00", "data": {}}'
 )
-
-
-@pytest.fixture(scope="module")
-def guarded() -> Iterator[EmbeddedNats]:
-    server = EmbeddedNats(
-        scratch_dir("club-test-nats-status-"),
-        sync_always=False,
-        users=role_users(bootstrap.CONSUMERS),
-    )
-    server.start()
-    yield server
-    server.stop()
 
 
 async def _one_waiting_event(admin_url: str, relay_url: str) -> None:
@@ -67,20 +50,22 @@ async def _api_publishes(api_url: str) -> None:
         await nc.close()
 
 
-def test_the_api_user_reads_the_oldest_unacked_events_age(guarded) -> None:
-    asyncio.run(_one_waiting_event(guarded.url_for("admin"), guarded.url_for("relay")))
-    [hop] = asyncio.run(_hops_as_api(guarded.url_for("api")))
+def test_the_api_user_reads_the_oldest_unacked_events_age(guarded_nats) -> None:
+    asyncio.run(
+        _one_waiting_event(guarded_nats.url_for("admin"), guarded_nats.url_for("relay"))
+    )
+    [hop] = asyncio.run(_hops_as_api(guarded_nats.url_for("api")))
     assert hop.lag_events == 1
     assert hop.oldest_age_seconds is not None  # from the event's occurred_at
     assert hop.oldest_age_seconds > 60
 
 
-def test_the_api_user_still_publishes_nothing(guarded) -> None:
+def test_the_api_user_still_publishes_nothing(guarded_nats) -> None:
     with pytest.raises(Exception):  # noqa: B017, PT011 - the broker never answers
-        asyncio.run(_api_publishes(guarded.url_for("api")))
+        asyncio.run(_api_publishes(guarded_nats.url_for("api")))
 
     async def count() -> int:
-        nc = await connect(guarded.url_for("admin"), name="test-count")
+        nc = await connect(guarded_nats.url_for("admin"), name="test-count")
         try:
             return int((await nc.jetstream().stream_info(EVENTS_STREAM)).state.messages)
         finally:

@@ -31,9 +31,14 @@ from adapters.postgres.tables import inbox, notifications
 from application.trace import OWED_STATES
 from tests.api_client import ClubClient
 from tests.integration.helpers import with_js
-from tests.integration.sandbox_process import SandboxProcess
-from tests.servers import scratch_dir
-from tests.stack import FAST_FAULTS, Stack, eventually
+from tests.stack import (
+    CORE,
+    FAST_FAULTS,
+    Stack,
+    eventually,
+    running_stack,
+    scratch_for,
+)
 
 TOKEN = "trace-test-operator-token"  # noqa: S105 - a test value
 DLQ_OWNER = "team-enrolment-mail"
@@ -41,25 +46,15 @@ WORKER = "the notifications worker pool (durable `notifications` on CLUB_EVENTS)
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-trace-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def stack(migrated, sandbox) -> Iterator[Stack]:
+def stack(migrated, email_sandbox, request) -> Iterator[Stack]:
     env = FAST_FAULTS | {
-        "CLUB_EMAIL_PROVIDER_URL": sandbox.url,
+        "CLUB_EMAIL_PROVIDER_URL": email_sandbox.url,
         "CLUB_OPERATOR_TOKEN": TOKEN,
         "CLUB_DLQ_OWNERS": f"notifications={DLQ_OWNER}",
     }
-    stack = Stack(*migrated, scratch_dir("club-trace-logs-"), **env)
-    stack.start_all()  # api, relay, both projectors
-    stack.start("worker")
-    yield stack
-    stack.stop_all()
+    roles = (*CORE, "worker")  # api, relay, both projectors, and the e-mails
+    with running_stack(migrated, scratch_for(request, "logs"), roles, **env) as stack:
+        yield stack
 
 
 def club(migrated, *args: str) -> subprocess.CompletedProcess[str]:
@@ -112,9 +107,10 @@ def hop(event: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_a_stuck_email_names_the_notifications_worker_and_where_it_is_recorded(
-    migrated, container, stack, sandbox
+    migrated, container, stack, email_sandbox
 ) -> None:
-    sandbox.set_knobs(fail_rate=1.0, fail_status=503)  # every send refused, for now
+    # Every send refused, for now.
+    email_sandbox.set_knobs(fail_rate=1.0, fail_status=503)
     enrollment_id = enroll(stack)
     eventually(
         lambda: (row := email_row(container, enrollment_id)) and row.attempts >= 1,
@@ -201,9 +197,9 @@ def test_ops_trace_serves_the_same_document_behind_the_operator_token(
 
 
 def test_a_dead_lettered_email_names_the_dlq_owner_and_its_entry(
-    migrated, container, stack, sandbox
+    migrated, container, stack, email_sandbox
 ) -> None:
-    sandbox.set_knobs(fail_rate=1.0, fail_status=400)  # refused for good
+    email_sandbox.set_knobs(fail_rate=1.0, fail_status=400)  # refused for good
     enrollment_id = enroll(stack)
     eventually(
         lambda: (
@@ -235,8 +231,8 @@ def test_a_dead_lettered_email_names_the_dlq_owner_and_its_entry(
     )
 
 
-def test_a_sent_email_says_done(migrated, container, stack, sandbox) -> None:
-    sandbox.set_knobs(fail_rate=0.0, fail_status=503)
+def test_a_sent_email_says_done(migrated, container, stack, email_sandbox) -> None:
+    email_sandbox.set_knobs(fail_rate=0.0, fail_status=503)
     enrollment_id = enroll(stack)
     eventually(
         lambda: (row := email_row(container, enrollment_id)) and row.state == "sent",

@@ -1,0 +1,54 @@
+"""A server that reads one request, starts an answer, then hangs up: the answers a
+provider's HTTP client must class as unknown or transient, never as a result."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Protocol, TypeVar
+
+
+class HalfAnswer:
+    def __init__(self, reply: bytes) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.requests = 0
+        self.reply = reply
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                self.requests += 1
+                conn.sendall(self.reply)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closable)
+
+
+@contextmanager
+def client_of(
+    reply: bytes, make_client: Callable[[str], C]
+) -> Iterator[tuple[C, HalfAnswer]]:
+    """A client on a HalfAnswer server answering `reply`; both closed after."""
+    server = HalfAnswer(reply)
+    client = make_client(server.url)
+    try:
+        yield client, server
+    finally:
+        client.close()
+        server.close()
