@@ -57,6 +57,23 @@ async def drain(runner: ConsumerRunner, sub, rounds: int = 5) -> list:
     return outcomes
 
 
+async def caught_up(js, container, database_url: str, name: str):
+    """All that is stored relayed, and a new statistics consumer `name` that has
+    applied it: what a test publishes next is what the consumer sees."""
+    await relay_all(make_relay(container, js, database_url))
+    await ensure_consumer(js, name)
+    sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+    runner = statistics_runner(ConsumerRunner, name, js, container)
+    await drain(runner, sub)
+    return runner, sub
+
+
+async def publish_json(js, subject: str, envelope: dict, msg_id: str) -> None:
+    """A copy the relay never made: `envelope` as JSON under its own Nats-Msg-Id."""
+    body = json.dumps(envelope).encode()
+    await js.publish(subject, body, headers={"Nats-Msg-Id": msg_id})
+
+
 def test_statistics_follow_the_events(container, migrated) -> None:
     database_url, nats_url = migrated
     lesson_id = lesson_with_enrollments(container, 3)
@@ -102,11 +119,7 @@ def test_a_republish_with_a_new_msg_id_changes_no_counter(container, migrated) -
     lesson_id = lesson_with_enrollments(container, 1)
 
     async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        runner = statistics_runner(ConsumerRunner, name, js, container)
-        await drain(runner, sub)
+        runner, sub = await caught_up(js, container, database_url, name)
         before = counts(container, lesson_id)
         originals = await stream_messages(js)
         for msg in originals:  # e.g. `relay rewind` after the broker lost data
@@ -135,20 +148,13 @@ def test_an_unknown_schema_version_is_dead_lettered_and_the_consumer_goes_on(
     name = f"unknown-{uuid4().hex[:6]}"
 
     async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        runner = statistics_runner(ConsumerRunner, name, js, container)
-        await drain(runner, sub)
+        runner, sub = await caught_up(js, container, database_url, name)
         [template] = (await stream_messages(js))[-1:]
         future = json.loads(template.data) | {
             "schema_version": 99,
             "event_id": str(uuid4()),
         }
-        await js.publish(
-            template.subject, json.dumps(future).encode(),
-            headers={"Nats-Msg-Id": future["event_id"]},
-        )  # fmt: skip
+        await publish_json(js, template.subject, future, future["event_id"])
         lesson_id = lesson_with_enrollments(container, 1)
         await relay_all(make_relay(container, js, database_url))
         outcomes = await drain(runner, sub)
@@ -170,19 +176,12 @@ def test_same_event_id_with_other_content_is_a_dead_lettered_conflict(
     lesson_id = lesson_with_enrollments(container, 1)
 
     async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        runner = statistics_runner(ConsumerRunner, name, js, container)
-        await drain(runner, sub)
+        runner, sub = await caught_up(js, container, database_url, name)
         before = counts(container, lesson_id)
         original = (await stream_messages(js))[-1]
         tampered = json.loads(original.data)
         tampered["data"]["student_id"] = "someone-else"
-        await js.publish(
-            original.subject, json.dumps(tampered).encode(),
-            headers={"Nats-Msg-Id": f"tampered-{uuid4()}"},
-        )  # fmt: skip
+        await publish_json(js, original.subject, tampered, f"tampered-{uuid4()}")
         later = lesson_with_enrollments(container, 1)
         await relay_all(make_relay(container, js, database_url))
         outcomes = await drain(runner, sub)
@@ -218,11 +217,7 @@ def test_v1_copies_of_events_published_as_v2_are_duplicates_not_conflicts(
     lesson_id = lesson_with_enrollments(container, 2)
 
     async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-        runner = statistics_runner(ConsumerRunner, name, js, container)
-        await drain(runner, sub)
+        runner, sub = await caught_up(js, container, database_url, name)
         before = counts(container, lesson_id)
         v2_copies = [
             m
@@ -233,10 +228,7 @@ def test_v1_copies_of_events_published_as_v2_are_duplicates_not_conflicts(
         for msg in v2_copies:
             v1 = json.loads(msg.data) | {"schema_version": 1}
             assert v1["data"].pop("lesson_starts_at") is not None  # v2 knows more
-            await js.publish(
-                msg.subject, json.dumps(v1).encode(),
-                headers={"Nats-Msg-Id": f"v1-{uuid4()}"},
-            )  # fmt: skip
+            await publish_json(js, msg.subject, v1, f"v1-{uuid4()}")
         outcomes = await drain(runner, sub)
         return before, len(v2_copies), outcomes
 
