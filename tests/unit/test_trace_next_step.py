@@ -34,16 +34,35 @@ LIVE_RELAY = RelayFact(
 )
 
 
-def confirmed(notification_id: int = 42) -> EventFact:
+def stored(
+    type_: str,
+    notification_id: int,
+    *,
+    version: int = 1,
+    event_id: UUID | None = None,
+    **published: object,
+) -> EventFact:
+    """An event stored at NOW; `published` adds its subject and what it asks for."""
     return EventFact(
-        notification_id=notification_id,
-        version=1,
-        type="Enrollment.Confirmed",
-        stored_at=NOW,
-        event_id=EVENT,
-        subject=SUBJECT,
+        notification_id=notification_id, version=version, type=type_,
+        stored_at=NOW, event_id=event_id, **published,
+    )  # fmt: skip
+
+
+def confirmed(notification_id: int = 42) -> EventFact:
+    return stored(
+        "Enrollment.Confirmed", notification_id, event_id=EVENT, subject=SUBJECT,
         asks_for_email=True,
-    )
+    )  # fmt: skip
+
+
+def dead_letter(
+    consumer: str, dlq_seq: int, owner: str, reason: str, event_id: str = str(EVENT)
+) -> DeadLetterFact:
+    return DeadLetterFact(
+        dlq_seq=dlq_seq, consumer=consumer, event_id=event_id, reason=reason,
+        owner=owner, at=NOW,
+    )  # fmt: skip
 
 
 def consumer(name: str, state: str, kind: str = "projection") -> ConsumerFact:
@@ -150,13 +169,8 @@ def test_an_email_not_opened_yet_is_still_the_workers() -> None:
 
 
 def test_a_dead_letter_names_its_owner_and_dlq_sequence() -> None:
-    letter = DeadLetterFact(
-        dlq_seq=3,
-        consumer="notifications",
-        event_id=str(EVENT),
-        reason="permanent: 550 mailbox unavailable",
-        owner="team-x",
-        at=NOW,
+    letter = dead_letter(
+        "notifications", 3, "team-x", "permanent: 550 mailbox unavailable"
     )
     trace = enrollment_trace(
         dead_letters=[letter], notifications=[email("dead-lettered", attempts=1)]
@@ -182,13 +196,8 @@ def test_a_projection_behind_owns_its_apply() -> None:
 
 
 def test_an_event_the_relay_could_not_map_is_the_dlq_owners() -> None:
-    letter = DeadLetterFact(
-        dlq_seq=7,
-        consumer="relay",
-        event_id=f"{ENROLLMENT}:1",
-        reason="unmappable: no reader",
-        owner="club-operators",
-        at=NOW,
+    letter = dead_letter(
+        "relay", 7, "club-operators", "unmappable: no reader", f"{ENROLLMENT}:1"
     )
     undecodable = attrs.evolve(confirmed(), event_id=None, subject=None)
     trace = enrollment_trace(events=[undecodable], dead_letters=[letter])
@@ -200,13 +209,7 @@ def test_an_event_the_relay_could_not_map_is_the_dlq_owners() -> None:
 
 
 def test_an_internal_event_owes_nothing() -> None:
-    internal = EventFact(
-        notification_id=43,
-        version=2,
-        type="Lesson.SeatTaken",
-        stored_at=NOW,
-        event_id=None,
-    )
+    internal = stored("Lesson.SeatTaken", 43, version=2)
     assert next_steps(enrollment_trace(events=[confirmed(), internal])) == []
 
 
@@ -231,14 +234,7 @@ def saga(**changes: object) -> SagaFact:
 
 
 def purchase_trace(fact: SagaFact) -> Trace:
-    reserved = EventFact(
-        notification_id=44,
-        version=1,
-        type="Purchase.Reserved",
-        stored_at=NOW,
-        event_id=None,
-        wakes_saga=True,
-    )
+    reserved = stored("Purchase.Reserved", 44, wakes_saga=True)
     return Trace(
         id=uuid4(), kind="purchase", events=[reserved], relay=LIVE_RELAY, saga=fact
     )
@@ -286,15 +282,10 @@ def test_an_expired_hold_with_a_payment_open_is_still_checked() -> None:
 
 
 def export_trace(status: str) -> Trace:
-    requested = EventFact(
-        notification_id=45,
-        version=1,
-        type="Export.Requested",
-        stored_at=NOW,
-        event_id=EVENT,
-        subject="club.events.export.export.requested",
-        asks_for_export=True,
-    )
+    requested = stored(
+        "Export.Requested", 45, event_id=EVENT,
+        subject="club.events.export.export.requested", asks_for_export=True,
+    )  # fmt: skip
     return Trace(
         id=uuid4(),
         kind="export",
