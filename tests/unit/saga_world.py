@@ -20,7 +20,7 @@ from application.purchases import Purchases
 from application.saga import SagaPolicy
 from application.saga_runner import PurchaseSaga
 from domain.purchase import Purchase
-from tests.unit.fake_payment import FakePaymentProvider
+from tests.unit.fake_payment import FakePaymentProvider, Fault
 
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HOLD_SECONDS = 900
@@ -83,6 +83,13 @@ class World:
     def advance(self, purchase_id: UUID, by: timedelta = timedelta(0)) -> None:
         self.now += by
         self.saga.advance(purchase_id, self.now)
+
+    def charged_with(self, fault: Fault) -> UUID:
+        """Ann's purchase of a seat in a new lesson, its first charge met by `fault`."""
+        purchase_id = self.reserve(self.lesson(), "ann")
+        self.provider.next_charge_fault = fault
+        self.advance(purchase_id)
+        return purchase_id
 
     def get(self, purchase_id: UUID) -> Purchase:
         return self.purchases.get(purchase_id)

@@ -109,10 +109,8 @@ def test_a_free_lesson_is_not_bought(popo) -> None:
 
 
 def test_a_timeout_checks_and_never_compensates_then_a_person_decides(popo) -> None:
-    purchase_id = popo.reserve(popo.lesson(), "ann")
-    popo.provider.next_charge_fault = Fault.LOST_BEFORE
     popo.provider.status_down = True
-    popo.advance(purchase_id)
+    purchase_id = popo.charged_with(Fault.LOST_BEFORE)
     assert popo.get(purchase_id).status is Status.PAYMENT_CHECKING
     for _ in range(popo.policy.max_checks + 2):
         popo.advance(purchase_id, PAST_HOLD)  # far past the hold's expiry
@@ -126,9 +124,7 @@ def test_a_timeout_checks_and_never_compensates_then_a_person_decides(popo) -> N
 
 
 def test_a_check_that_finds_the_capture_grants_access_even_past_the_hold(popo) -> None:
-    purchase_id = popo.reserve(popo.lesson(), "ann")
-    popo.provider.next_charge_fault = Fault.LOST_AFTER  # captured, answer lost
-    popo.advance(purchase_id)
+    purchase_id = popo.charged_with(Fault.LOST_AFTER)  # captured, answer lost
     assert popo.get(purchase_id).status is Status.PAYMENT_CHECKING
     popo.advance(purchase_id, PAST_HOLD)
     assert popo.get(purchase_id).status is Status.CONFIRMED
@@ -136,18 +132,14 @@ def test_a_check_that_finds_the_capture_grants_access_even_past_the_hold(popo) -
 
 
 def test_a_check_that_finds_nothing_charges_again_under_the_same_key(popo) -> None:
-    purchase_id = popo.reserve(popo.lesson(), "ann")
-    popo.provider.next_charge_fault = Fault.LOST_BEFORE
-    popo.advance(purchase_id)
+    purchase_id = popo.charged_with(Fault.LOST_BEFORE)
     popo.advance(purchase_id, timedelta(minutes=1))
     assert popo.get(purchase_id).status is Status.CONFIRMED
     assert list(popo.provider.charges) == [popo.get(purchase_id).payment_key]
 
 
 def test_a_transient_failure_charges_again_later(popo) -> None:
-    purchase_id = popo.reserve(popo.lesson(), "ann")
-    popo.provider.next_charge_fault = Fault.TRANSIENT
-    popo.advance(purchase_id)
+    purchase_id = popo.charged_with(Fault.TRANSIENT)
     purchase = popo.get(purchase_id)
     assert purchase.status is Status.RESERVED
     assert purchase.next_charge_at is not None
@@ -275,9 +267,7 @@ def test_a_refund_accepted_but_unanswered_is_not_made_twice(popo) -> None:
 
 
 def test_a_restarted_saga_continues_from_what_was_recorded(popo) -> None:
-    purchase_id = popo.reserve(popo.lesson(), "ann")
-    popo.provider.next_charge_fault = Fault.LOST_AFTER
-    popo.advance(purchase_id)
+    purchase_id = popo.charged_with(Fault.LOST_AFTER)
     popo.restarted()
     assert popo.get(purchase_id).status is Status.PAYMENT_CHECKING
     popo.advance(purchase_id, timedelta(minutes=1))
@@ -384,9 +374,7 @@ def test_hostile_facts_record_nothing(popo) -> None:
 
 
 def test_the_view_says_what_happens_next_and_when(popo) -> None:
-    purchase_id = popo.reserve(popo.lesson(), "ann")
-    popo.provider.next_charge_fault = Fault.LOST_BEFORE
-    popo.advance(purchase_id)
+    purchase_id = popo.charged_with(Fault.LOST_BEFORE)
     view = popo.purchases.view(purchase_id)
     assert view.status == "payment_checking"
     assert view.seat_held
