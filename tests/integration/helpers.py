@@ -11,7 +11,7 @@ from nats.js import JetStreamContext
 
 from adapters.nats.relay import Relay
 from adapters.nats.relay_drain import relay_all
-from adapters.nats.streams import EVENTS_STREAM, connect
+from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
 from entrypoints.bootstrap import Container, build_relay
 from entrypoints.demo import lesson_with_enrollments
 from entrypoints.settings import Settings
@@ -50,6 +50,12 @@ def make_relay(
         {"CLUB_DATABASE_URL": url, "CLUB_NATS_URL": UNUSED_NATS_URL}
     )
     return build_relay(settings, container, js, **tuning)
+
+
+async def bound_consumer(js: JetStreamContext, name: str, **config: Any) -> Any:
+    """The durable `name` on CLUB_EVENTS (made with `config` if new), bound to pull."""
+    await ensure_consumer(js, name, **config)
+    return await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
 
 
 async def stream_messages(js: JetStreamContext) -> list[Any]:

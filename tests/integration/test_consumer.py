@@ -10,10 +10,11 @@ import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
 from adapters.nats.consumer import ConsumerRunner
-from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, ensure_consumer
+from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM
 from adapters.postgres.tables import inbox
 from projections import statistics
 from tests.integration.helpers import (
+    bound_consumer,
     lesson_with_enrollments,
     make_relay,
     relay_all,
@@ -61,8 +62,7 @@ async def caught_up(js, container, database_url: str, name: str):
     """All that is stored relayed, and a new statistics consumer `name` that has
     applied it: what a test publishes next is what the consumer sees."""
     await relay_all(make_relay(container, js, database_url))
-    await ensure_consumer(js, name)
-    sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+    sub = await bound_consumer(js, name)
     runner = statistics_runner(ConsumerRunner, name, js, container)
     await drain(runner, sub)
     return runner, sub
@@ -95,8 +95,7 @@ def test_a_redelivered_event_changes_nothing(container, migrated) -> None:
 
     async def body(js, _):
         await relay_all(make_relay(container, js, database_url))
-        await ensure_consumer(js, name, ack_wait=1.0)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        sub = await bound_consumer(js, name, ack_wait=1.0)
         crashing = statistics_runner(CrashBeforeAck, name, js, container)
         first = await crashing.poll(sub)
         before = counts(container, lesson_id)

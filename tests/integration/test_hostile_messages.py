@@ -15,12 +15,12 @@ import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
 from adapters.nats.consumer import ConsumerRunner
-from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, ensure_consumer
+from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM
 from adapters.postgres.tables import consumer_positions, first_failures, inbox
 from adapters.transient import TRANSIENT
 from application.dlq_owners import DEFAULT_OWNER, DlqOwners
 from projections import statistics
-from tests.integration.helpers import run, with_js
+from tests.integration.helpers import bound_consumer, run, with_js
 
 LESSON_SUBJECT = "club.events.lesson.LessonScheduled"
 
@@ -130,8 +130,7 @@ def test_every_malformed_body_is_dead_lettered_and_the_next_event_applied(
     good_lesson = uuid4()
 
     async def body(js, _):
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        sub = await bound_consumer(js, name)
         for hostile in bodies.values():
             await publish(js, hostile)
         # JetStream obeys this header: copied onto the DLQ publish, it would fail.
@@ -175,8 +174,7 @@ def test_a_poison_event_is_retried_then_dead_lettered_and_its_batch_mates_applie
     after_body = lesson_body(after, title="After")
 
     async def body(js, _):
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        sub = await bound_consumer(js, name)
         await publish(js, encoded(before_body))
         poison_seq = await publish(js, encoded(poison_body))
         last_seq = await publish(js, encoded(after_body))
@@ -251,8 +249,7 @@ def test_a_connection_level_failure_is_waited_out_not_dead_lettered(
         statistics.apply(conn, envelopes)
 
     async def body(js, _):
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        sub = await bound_consumer(js, name)
         seq = await publish(js, encoded(lesson_body(lesson, title="Later")))
         runner = ConsumerRunner(
             name=name, apply=apply_within_100ms, js=js, engine=container.engine,
@@ -283,8 +280,7 @@ def test_a_body_too_large_to_copy_with_headers_is_dead_lettered_without_it(
     good_lesson = uuid4()
 
     async def body(js, nc):
-        await ensure_consumer(js, name)
-        sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+        sub = await bound_consumer(js, name)
         large_seq = await publish(js, b"x" * (nc.max_payload - 200))
         await publish(js, encoded(lesson_body(good_lesson, title="After")))
         # (poison_attempts=1: the earlier tests' poison event need not wait)
