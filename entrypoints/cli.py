@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Sequence
 from urllib.parse import urlsplit
-
-import structlog
 
 from adapters.crash import check_crash_setting
 from adapters.nats.streams import CredentialsRefusedError, ReplicasSettingError
 from entrypoints import bootstrap, demo, dlq, maintenance, status, trace
-from entrypoints.masking import mask_log_event, masked
+from entrypoints.logging_setup import LogFormatError, configure_logging, log_format
+from entrypoints.masking import masked
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS
 from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
 from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
@@ -22,14 +23,14 @@ from entrypoints.work_classes import WORK_CLASSES
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    _mask_passwords_in_logs()
     # Only a setting's mistake is a one-line answer; anything else is a bug whose
     # traceback the operator needs, so it propagates.
     try:
+        _configure_logs(sys.argv[1:] if argv is None else argv)
         _check_crash_setting()
         settings = Settings.from_env()
         return int(args.run(settings, args) or 0)
-    except (ConfigError, ReplicasSettingError) as e:
+    except (ConfigError, ReplicasSettingError, LogFormatError) as e:
         print(f"club: {masked(str(e))}", file=sys.stderr)
         return 2
     except CredentialsRefusedError:
@@ -49,10 +50,18 @@ def _check_crash_setting() -> None:
         raise ConfigError(str(e)) from None
 
 
-def _mask_passwords_in_logs() -> None:
-    processors = structlog.get_config()["processors"]
-    if mask_log_event not in processors:
-        structlog.configure(processors=[mask_log_event, *processors])
+def _configure_logs(words: Sequence[str] = ()) -> None:
+    """The one logging set-up (entrypoints/logging_setup.py); each line names the
+    process by its command: "api", "projector rosters", "status"."""
+    role: list[str] = []
+    for word in words[:2]:
+        if word.startswith("-"):
+            break
+        role.append(word)
+    configure_logging(" ".join(role) or "club", log_format(os.environ))
+
+
+_mask_passwords_in_logs = _configure_logs  # the name tests/e2e/test_cli_errors.py uses
 
 
 def _up(settings: Settings, _: argparse.Namespace) -> int:
