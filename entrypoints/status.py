@@ -13,7 +13,6 @@ import json
 import sys
 from typing import Any
 
-import structlog
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
@@ -58,9 +57,6 @@ class UnreachableError(Exception):
 
 def status_command(settings: Settings, args: argparse.Namespace) -> int:
     database_url, nats_url = settings.require_services()
-    # Diagnostics (a broker reconnecting) go to stderr: stdout is the status,
-    # and with --json a machine parses it.
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
     container: Container | None = None
     try:
         container = build(database_url, pool_size=1)  # connects: inside the try
