@@ -15,7 +15,6 @@ import sys
 from typing import Any
 from uuid import UUID
 
-import structlog
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -63,8 +62,6 @@ class UnreachableError(Exception):
 
 def trace_command(settings: Settings, args: argparse.Namespace) -> int:
     database_url, nats_url = settings.require_services()
-    # Diagnostics go to stderr: stdout is the trace, and with --json a machine's.
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
     container: Container | None = None
     try:
         container = build(database_url, pool_size=1)
