@@ -1,10 +1,9 @@
-"""Passwords never reach a terminal or a log: every URL Club prints passes here."""
+"""Passwords never reach a terminal or a log: every URL Club prints passes here
+(and every log line, through entrypoints/logging_setup.py)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import MutableMapping
-from typing import Any
 
 MASK = "***"
 
@@ -22,13 +21,3 @@ def masked(text: str) -> str:
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}@", text)
     text = _NATS_TOKEN.sub(lambda m: f"{m['head']}{MASK}@", text)
     return _KEYWORD_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
-
-
-def mask_log_event(
-    _logger: object, _method: str, event: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    """A structlog processor: an error's text may quote the URL it failed on."""
-    for key, value in event.items():
-        if isinstance(value, str):
-            event[key] = masked(value)
-    return event
