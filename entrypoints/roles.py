@@ -42,6 +42,7 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
             host=settings.http_host,
             port=settings.http_port,
             log_level="warning",
+            log_config=None,  # uvicorn's loggers go through ours (logging_setup.py)
             timeout_graceful_shutdown=5,
         )
         return
@@ -57,6 +58,7 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
             host=settings.http_host,
             port=settings.http_port,
             log_level="warning",
+            log_config=None,
             timeout_graceful_shutdown=5,
         )
     finally:
