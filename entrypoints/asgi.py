@@ -5,15 +5,19 @@ connections) from the environment, as `club api` does in a single process."""
 from __future__ import annotations
 
 import atexit
+import os
 
 from starlette.types import ASGIApp
 
 from entrypoints import bootstrap
+from entrypoints.logging_setup import configure_logging, log_format
 from entrypoints.roles import _build_when_reachable  # roles.py owns the wait
 from entrypoints.settings import Settings
 
 
 def create_app() -> ASGIApp:
+    # A worker process is a fresh interpreter that never ran `cli.main`.
+    configure_logging("api", log_format(os.environ))
     settings = Settings.from_env()
     database_url, _ = settings.require_services()
     container = _build_when_reachable(
