@@ -1,0 +1,75 @@
+"""Every log line a request causes names it: `request_id`, and the resource's id.
+
+The request id is the caller's `X-Request-ID` when it is a plain token (so one id
+follows a request through a proxy and its client), else one made here; either way
+it is echoed in the answer's `X-Request-ID`, so a user's report can be matched to
+the log. An enrollment, purchase, operation or lesson named in the path is bound as
+`enrollment_id`, `purchase_id`, `operation_id` or `lesson_id` beside it. Both are
+`structlog.contextvars`, bound for the request and reset after it.
+"""
+
+from __future__ import annotations
+
+import re
+from uuid import UUID, uuid4
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.contextvars import bound_contextvars
+
+HEADER = b"x-request-id"
+# No '@', no space, no control character: a caller's id cannot smuggle an address
+# or a second line into the log, nor a header into the answer.
+WELL_FORMED = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+PATH_IDS = {
+    "enrollments": "enrollment_id",
+    "purchases": "purchase_id",
+    "operations": "operation_id",
+    "lessons": "lesson_id",
+}
+
+
+class RequestContext:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = request_id_of(scope) or uuid4().hex
+        echoed = request_id.encode()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (name, value)
+                    for name, value in message.get("headers", ())
+                    if name.lower() != HEADER
+                ]
+                message = {**message, "headers": [*headers, (HEADER, echoed)]}
+            await send(message)
+
+        ids = path_ids(scope.get("path", ""))
+        with bound_contextvars(request_id=request_id, **ids):
+            await self.app(scope, receive, send_with_id)
+
+
+def request_id_of(scope: Scope) -> str | None:
+    """The caller's request id if it is well formed, else None (one is made)."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == HEADER:
+            text = value.decode("latin-1").strip()
+            return text if WELL_FORMED.fullmatch(text) else None
+    return None
+
+
+def path_ids(path: str) -> dict[str, str]:
+    """`/enrollments/{id}/...` -> {"enrollment_id": id}; only a UUID is taken, so
+    what a client typed in a path never reaches a log line as an id."""
+    parts = path.strip("/").split("/")
+    if len(parts) < 2 or parts[0] not in PATH_IDS:  # noqa: PLR2004 - kind and id
+        return {}
+    try:
+        return {PATH_IDS[parts[0]]: str(UUID(parts[1]))}
+    except ValueError:
+        return {}
