@@ -19,6 +19,7 @@ from entrypoints.deadline import DEFAULT_DEADLINE_S, Deadline
 from entrypoints.exports_wiring import exports_dir
 from entrypoints.operator import OpsConfig
 from entrypoints.problems import install_error_handlers
+from entrypoints.request_context import RequestContext
 from entrypoints.routes import (
     enrollments,
     health,
@@ -70,4 +71,5 @@ def create_app(
     install_error_handlers(api)
     for module in ROUTERS:
         api.include_router(module.router)
-    return Deadline(BodyLimit(api), deadline_seconds)  # type: ignore[return-value]
+    # Outermost: the request's ids are bound for every line below, the deadline's too.
+    return RequestContext(Deadline(BodyLimit(api), deadline_seconds))  # type: ignore[return-value]
