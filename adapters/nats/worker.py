@@ -32,6 +32,7 @@ import structlog
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
+from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import EVENTS_APPLIED, count_retries, observe_wait
@@ -54,6 +55,7 @@ from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
 from application.notifications import Done, GiveUp, Outcome, Retry
+from application.personal_data import without_addresses
 
 log = structlog.get_logger()
 
@@ -169,14 +171,25 @@ class Worker:
                 await self.handle(msg)
 
     async def handle(self, msg: Msg) -> None:
-        seq = msg.metadata.sequence.stream
-        observe_wait(self.name, msg.metadata.num_delivered, msg.metadata.timestamp)
-        subject = original_subject(msg.subject, msg.headers)
-        try:
-            envelope = Envelope.from_json(subject, msg.data)
-        except ValueError as e:
-            await self._give_up(msg, seq, f"malformed: {e}")
-            return
+        """One message; every log line meanwhile names this worker (`consumer`)
+        and, once the message reads, its `event_id` and `correlation_id` (the
+        aggregate's id), so the lines of one enrollment can be followed."""
+        with bound_contextvars(consumer=self.name):
+            seq = msg.metadata.sequence.stream
+            observe_wait(self.name, msg.metadata.num_delivered, msg.metadata.timestamp)
+            subject = original_subject(msg.subject, msg.headers)
+            try:
+                envelope = Envelope.from_json(subject, msg.data)
+            except ValueError as e:
+                await self._give_up(msg, seq, f"malformed: {e}")
+                return
+            with bound_contextvars(
+                event_id=str(envelope.event_id),
+                correlation_id=str(envelope.aggregate_id),
+            ):
+                await self._handle(msg, seq, envelope)
+
+    async def _handle(self, msg: Msg, seq: int, envelope: Envelope) -> None:
         replayed = (msg.headers or {}).get(REPLAY_HEADER) is not None
         if self._rate is not None:
             await self._rate.wait()
@@ -231,7 +244,8 @@ class Worker:
             except TRANSIENT as e:  # the entry says "not known" rather than wait
                 log.warning("worker.first_failure_unread", error=describe(e))
                 first = None
-        item = Unreadable(msg, seq, reason)
+        # A job's reason may quote what a provider said, an address included.
+        item = Unreadable(msg, seq, without_addresses(reason))
         await dead_letter(
             self._js, self.name, item, self._owner, ORDER_NOTE, first_failed_at=first
         )
