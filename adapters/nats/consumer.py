@@ -31,6 +31,7 @@ import structlog
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
+from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import (
@@ -170,7 +171,13 @@ class ConsumerRunner:
 
     async def handle(self, msgs: list[Msg], *, replayed: bool = False) -> BatchOutcome:
         """`replayed`: messages a DLQ replay handed back (CLUB_REPLAY): applied like
-        the live ones, but their sequence numbers are not the stream position."""
+        the live ones, but their sequence numbers are not the stream position.
+        Every log line of the batch names the consumer; one about a single event
+        names its `event_id` and `correlation_id` too."""
+        with bound_contextvars(consumer=self.name):
+            return await self._handle(msgs, replayed=replayed)
+
+    async def _handle(self, msgs: list[Msg], *, replayed: bool) -> BatchOutcome:
         crash_point("consumer.after_receive")
         for msg in msgs:
             observe_wait(self.name, msg.metadata.num_delivered, msg.metadata.timestamp)
@@ -199,16 +206,19 @@ class ConsumerRunner:
         if outcome.dead:
             firsts = await self._first_failures(outcome.dead)
             for dead in outcome.dead:
-                await dead_letter(
-                    self._js,
-                    self.name,
-                    dead,
-                    self._owner,
-                    ORDER_NOTE,
-                    first_failed_at=firsts.get(id(dead), datetime.now(UTC))
-                    if firsts is not None
-                    else None,
-                )
+                # The relay publishes each event under its id (Nats-Msg-Id).
+                event_id = (dead.msg.headers or {}).get("Nats-Msg-Id", "")
+                with bound_contextvars(event_id=event_id):
+                    await dead_letter(
+                        self._js,
+                        self.name,
+                        dead,
+                        self._owner,
+                        ORDER_NOTE,
+                        first_failed_at=firsts.get(id(dead), datetime.now(UTC))
+                        if firsts is not None
+                        else None,
+                    )
             await self._forget([dead.msg for dead in outcome.dead])
         for retry in outcome.retrying:
             await retry.msg.nak(delay=self._poison_delay(retry.msg))
@@ -323,6 +333,7 @@ class ConsumerRunner:
             "consumer.poison_event",
             consumer=self.name,
             event_id=str(event_id),
+            correlation_id=str(item.delivery.envelope.aggregate_id),
             stream_seq=item.delivery.stream_seq,
             delivery=item.msg.metadata.num_delivered,
             of=self._poison_attempts,
@@ -346,6 +357,7 @@ class ConsumerRunner:
             "consumer.contract_conflict",
             consumer=self.name,
             event_id=str(event_id),
+            correlation_id=str(item.delivery.envelope.aggregate_id),
             stream_seq=seq,
         )
         reason = f"contract-conflict: event {event_id} seen with another meaning"
