@@ -30,6 +30,7 @@ import sqlalchemy as sa
 import structlog
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 from nats.js import JetStreamContext
+from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
@@ -161,6 +162,14 @@ class Relay:
         batch = await self._take_batch()
         if not batch.notifications:
             return 0
+        # Every line about this batch says which notifications it holds.
+        with bound_contextvars(
+            first_notification_id=batch.notifications[0].id,
+            last_notification_id=batch.notifications[-1].id,
+        ):
+            return await self._publish(epoch, batch)
+
+    async def _publish(self, epoch: int, batch: Batch) -> int:
         crash_point("relay.after_read")
         futures = await self._send(batch.envelopes)
         futures += await self._dead_letter(batch.unmappable)
