@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import structlog
+from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import count_retries
@@ -66,6 +67,12 @@ class SagaProcess:
         return bool(fed or claims)
 
     def _advance(self, claim: Claim) -> None:
+        # The purchase is the saga's unit of work: its id on every line meanwhile.
+        pid = str(claim.purchase_id)
+        with bound_contextvars(purchase_id=pid, correlation_id=pid):
+            self._advance_one(claim)
+
+    def _advance_one(self, claim: Claim) -> None:
         pid = claim.purchase_id
         try:
             with failures_seen() as seen:
