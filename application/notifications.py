@@ -43,6 +43,7 @@ from application.email import (
 )
 from application.errors import NotFoundError
 from application.notification_kind import PURCHASE_KINDS, Kind
+from application.personal_data import scrubbed, without_addresses
 from application.ports import StudentDirectory
 from application.purchase_emails import (
     PurchaseLookup,
@@ -50,6 +51,7 @@ from application.purchase_emails import (
     purchase_notice,
     purchase_text,
 )
+from domain.student import StudentProfile
 
 
 class State(enum.StrEnum):
@@ -268,8 +270,9 @@ class Notifier:
         try:
             status = self._provider.status(provider_key(event_id))
         except TransientSendError as error:
-            self._store.mark(event_id, State.UNKNOWN, error=str(error))
-            return Retry(self._policy.delay(1, error.retry_after), str(error))
+            said = _said(error)
+            self._store.mark(event_id, State.UNKNOWN, error=said)
+            return Retry(self._policy.delay(1, error.retry_after), said)
         if status is DeliveryStatus.ACCEPTED:
             self._store.mark(event_id, State.SENT)
             return Done()
@@ -293,20 +296,32 @@ class Notifier:
         try:
             result = self._provider.send(message, provider_key(event_id))
         except PermanentSendError as error:
-            self._store.mark(event_id, State.DEAD_LETTERED, error=str(error))
-            return GiveUp(f"permanent: {error}")
+            said = _said(error, profile)
+            self._store.mark(event_id, State.DEAD_LETTERED, error=said)
+            return GiveUp(f"permanent: {said}")
         except TransientSendError as error:
+            said = _said(error, profile)
             if attempt >= self._policy.max_attempts:
-                reason = f"gave up after {attempt} attempts: {error}"
+                reason = f"gave up after {attempt} attempts: {said}"
                 self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
                 return GiveUp(reason)
-            self._store.mark(event_id, State.FAILED, error=str(error))
-            return Retry(self._policy.delay(attempt, error.retry_after), str(error))
+            self._store.mark(event_id, State.FAILED, error=said)
+            return Retry(self._policy.delay(attempt, error.retry_after), said)
         except OutcomeUnknownError as error:
-            self._store.mark(event_id, State.UNKNOWN, error=str(error))
-            return Retry(self._policy.unknown_delay, str(error))
+            said = _said(error, profile)
+            self._store.mark(event_id, State.UNKNOWN, error=said)
+            return Retry(self._policy.unknown_delay, said)
         self._store.mark(event_id, State.SENT, provider_id=result.provider_id)
         return Done()
+
+
+def _said(error: Exception, profile: StudentProfile | None = None) -> str:
+    """What the provider said, without the student's address or name: a refusal
+    often quotes the recipient, and this text is stored in the notification's row,
+    dead-lettered with the message and logged (docs/guarantees.md, personal data)."""
+    if profile is None:
+        return without_addresses(str(error))
+    return scrubbed(str(error), email=profile.email, name=profile.name)
 
 
 # `Kind` lives in its own module (purchase_emails needs it too); stores read it here.
