@@ -30,6 +30,7 @@ from application.email import (
     classify_http_status,
     classify_transport,
 )
+from application.personal_data import without_addresses
 
 NOT_FOUND = 404
 # Raised before a byte of the request went out: the provider saw nothing.
@@ -115,8 +116,12 @@ def _refusal(response: httpx.Response) -> EmailSendError:
         detail = str(response.json().get("detail") or response.reason_phrase)
     except (ValueError, AttributeError):
         detail = response.reason_phrase
+    # A refusal may quote the recipient ("not an address: 'ann@...'"); the error's
+    # text is stored and logged, the address is not (docs/guarantees.md).
     return classify_http_status(
-        response.status_code, detail, _retry_after(response.headers.get("Retry-After"))
+        response.status_code,
+        without_addresses(detail),
+        _retry_after(response.headers.get("Retry-After")),
     )
 
 
@@ -136,4 +141,5 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _describe(error: Exception) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    said = without_addresses(str(error))
+    return f"{type(error).__name__}: {said}" if said else type(error).__name__
