@@ -31,6 +31,7 @@ from application.email import (
     classify_smtp_reply,
     classify_transport,
 )
+from application.personal_data import without_addresses
 
 MESSAGE_ID_DOMAIN = "club.invalid"
 # RFC 5322 dot-atom text, the shape the left part of a Message-ID must have.
@@ -138,8 +139,11 @@ def _quietly_quit(smtp: smtplib.SMTP) -> None:
 def _classified(error: smtplib.SMTPResponseException) -> Exception:
     reply = error.smtp_error
     text = reply.decode(errors="replace") if isinstance(reply, bytes) else str(reply)
-    return classify_smtp_reply(error.smtp_code, text)
+    # "550 5.1.1 <ann@...>: Recipient address rejected": the reply's text is
+    # stored and logged, the address is not (docs/guarantees.md).
+    return classify_smtp_reply(error.smtp_code, without_addresses(text))
 
 
 def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    said = without_addresses(str(error))
+    return f"{type(error).__name__}: {said}" if said else type(error).__name__
