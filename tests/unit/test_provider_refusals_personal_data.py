@@ -1,0 +1,36 @@
+"""A provider's refusal that quotes the recipient: the error Club keeps does not."""
+
+from __future__ import annotations
+
+import smtplib
+
+import httpx
+
+from adapters.providers import email_http, email_smtp
+from application.email import PermanentSendError, TransientSendError
+
+ADDRESS = "ann.o'hara+yoga@example.org"
+
+
+def test_an_http_refusal_keeps_its_words_not_the_address() -> None:
+    answer = httpx.Response(422, json={"detail": f"not an address: {ADDRESS!r}"})
+    refusal = email_http._refusal(answer)
+    assert isinstance(refusal, PermanentSendError)
+    assert ADDRESS not in str(refusal)
+    assert "provider answered 422: not an address:" in str(refusal)
+
+
+def test_an_smtp_reply_keeps_its_code_not_the_address() -> None:
+    reply = f"5.1.1 <{ADDRESS}>: Recipient address rejected".encode()
+    refusal = email_smtp._classified(smtplib.SMTPResponseException(550, reply))
+    assert isinstance(refusal, PermanentSendError)
+    assert ADDRESS not in str(refusal)
+    assert "550" in str(refusal)
+    assert "Recipient address rejected" in str(refusal)
+
+
+def test_a_transport_error_that_names_an_address_is_described_without_it() -> None:
+    error = smtplib.SMTPRecipientsRefused({ADDRESS: (450, b"try later")})
+    assert ADDRESS not in email_smtp._describe(error)
+    assert ADDRESS not in email_http._describe(OSError(f"lost {ADDRESS}"))
+    assert isinstance(email_http._refusal(httpx.Response(503)), TransientSendError)
