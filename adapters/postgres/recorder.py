@@ -11,10 +11,11 @@ reply was lost).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 from eventsourcing.persistence import (
+    ApplicationRecorder,
     InterfaceError,
     Notification,
     OperationalError,
@@ -22,7 +23,8 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import Cursor
-from psycopg.rows import DictRow
+from psycopg.rows import DictRow, tuple_row
+from psycopg.sql import SQL, Identifier
 
 from adapters.crash import crash_point
 from adapters.postgres.answers import insert_answers
@@ -57,6 +59,18 @@ class ClubRecorder(PostgresApplicationRecorder):
     def select_notifications(self, *args: Any, **kwargs: Any) -> Sequence[Notification]:
         return self._read(_single(_Base.select_notifications), *args, **kwargs)
 
+    def select_notifications_of(
+        self, topics: Collection[str], *, after: int, limit: int
+    ) -> Sequence[Notification]:
+        """Of the next `limit` notifications after `after`, those of `topics`, and
+        the last one whatever its topic (so the caller's position moves past an
+        internal tail). Ids have gaps; resume after the last one returned.
+
+        The relay and the rebuild skip half the log (a lesson's seat bookkeeping):
+        the server leaves it out here instead of Python decoding it (~2 µs a row).
+        """
+        return self._read(ClubRecorder._notifications_of, topics, after, limit)
+
     def max_notification_id(self) -> int | None:
         newest: int | None = self._read(_single(_Base.max_notification_id))
         return newest
@@ -67,6 +81,29 @@ class ClubRecorder(PostgresApplicationRecorder):
         except CONNECTION_LOST:
             self._drop_stale_connections()
             return method(self, *args, **kwargs)  # on a fresh connection
+
+    def _notifications_of(
+        self, topics: Collection[str], after: int, limit: int
+    ) -> Sequence[Notification]:
+        statement = SQL(_NOTIFICATIONS_OF).format(
+            schema=Identifier(self.datastore.schema),
+            table=Identifier(self.events_table_name),
+        )
+        with (
+            self.datastore.get_connection() as conn,
+            conn.cursor(row_factory=tuple_row) as curs,
+        ):
+            curs.execute(statement, (after, limit, list(topics)), prepare=True)
+            return [
+                Notification(
+                    id=row[0],
+                    originator_id=row[1],
+                    originator_version=row[2],
+                    topic=row[3],
+                    state=bytes(row[4]),
+                )
+                for row in curs.fetchall()
+            ]
 
     def _drop_stale_connections(self) -> None:
         self.datastore.pool.check()
@@ -90,3 +127,32 @@ class ClubRecorder(PostgresApplicationRecorder):
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
         crash_point("api.before_commit")  # inserted, inside the open transaction
         return ids
+
+
+_NOTIFICATIONS_OF = """
+WITH scanned AS MATERIALIZED (
+  SELECT notification_id, originator_id, originator_version, topic, state
+  FROM {schema}.{table} WHERE notification_id > %s
+  ORDER BY notification_id LIMIT %s
+)
+SELECT notification_id, originator_id, originator_version, topic, state
+FROM scanned
+WHERE topic = ANY(%s) OR notification_id = (SELECT max(notification_id) FROM scanned)
+ORDER BY notification_id
+"""
+
+
+def select_notifications_of(
+    recorder: ApplicationRecorder,
+    topics: Collection[str],
+    *,
+    after: int,
+    limit: int,
+) -> Sequence[Notification]:
+    """`ClubRecorder.select_notifications_of`; another recorder (the library's
+    in-memory one) returns every notification and the caller skips the rest."""
+    if isinstance(recorder, ClubRecorder):
+        return recorder.select_notifications_of(topics, after=after, limit=limit)
+    return recorder.select_notifications(
+        start=after, limit=limit, inclusive_of_start=False
+    )

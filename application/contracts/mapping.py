@@ -77,7 +77,8 @@ PUBLISHED: dict[type[Any], tuple[str, Callable[[Any], PublishedEvent]]] = {
     **{event: ("purchase", encode) for event, encode in PURCHASE_PUBLISHED.items()},
 }
 
-_PUBLISHED_TOPICS = frozenset(get_topic(cls) for cls in PUBLISHED)
+# The stored topics the relay publishes: the rest of the log stays internal.
+PUBLISHED_TOPICS = frozenset(get_topic(cls) for cls in PUBLISHED)
 # Reads a published event's stored state in one msgspec pass (~3x the library's
 # transcoder); whatever it is not sure of goes the library's way.
 _STORED = StoredStateReader({get_topic(cls): cls for cls in PUBLISHED})
@@ -132,7 +133,7 @@ def published_envelope(
     mapper: Mapper[UUID], notification: Notification
 ) -> Envelope | None:
     """One stored event as published, or None if it stays internal."""
-    if notification.topic not in _PUBLISHED_TOPICS:
+    if notification.topic not in PUBLISHED_TOPICS:
         return None  # not worth decoding: half the log is seat bookkeeping
     domain_event = _STORED.domain_event(notification)
     if domain_event is None:  # an older class version, an odd state: the library
@@ -145,7 +146,7 @@ def published_envelope_via_library(
 ) -> Envelope | None:
     """`published_envelope` through the library's mapper alone: the reference the
     fast reader is checked against (tests/unit/test_stored_state.py)."""
-    if notification.topic not in _PUBLISHED_TOPICS:
+    if notification.topic not in PUBLISHED_TOPICS:
         return None
     return to_envelope(mapper.to_domain_event(notification))
 
