@@ -31,11 +31,12 @@ import structlog
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 
 from adapters.postgres.inbox import Apply, consumer_lock, insert_new
+from adapters.postgres.recorder import select_notifications_of
 from adapters.postgres.skips import Skipped, record_skip
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
-from application.contracts.mapping import published_envelope
+from application.contracts.mapping import PUBLISHED_TOPICS, published_envelope
 from application.contracts.meaning import meaning_digest
 
 log = structlog.get_logger()
@@ -115,9 +116,7 @@ class Rebuild:
             )
 
     def _catch_up_one_batch(self, progress: Progress) -> bool:
-        notifications = self._recorder.select_notifications(
-            start=self._position, limit=self._batch_size, inclusive_of_start=False
-        )
+        notifications = self._next_notifications()
         if not notifications:
             return False
         with self._shadow_engine.begin() as conn:
@@ -125,6 +124,16 @@ class Rebuild:
         newest = self._recorder.max_notification_id() or self._position
         progress(self._position, newest)
         return True
+
+    def _next_notifications(self) -> Sequence[Notification]:
+        """The published rows of the next stretch of the log, and its last row:
+        the rest is seat bookkeeping, which the server leaves out."""
+        return select_notifications_of(
+            self._recorder,
+            PUBLISHED_TOPICS,
+            after=self._position,
+            limit=self._batch_size,
+        )
 
     def _apply_in_shadow(
         self, conn: sa.Connection, notifications: Sequence[Notification]
@@ -226,9 +235,7 @@ class Rebuild:
                 f"SET LOCAL lock_timeout = {self._switch_lock_timeout_ms}"
             )
             consumer_lock(conn, self.name)  # the live consumer waits from here
-            while tail := self._recorder.select_notifications(
-                start=self._position, limit=self._batch_size, inclusive_of_start=False
-            ):
+            while tail := self._next_notifications():
                 self._apply_in_shadow(conn, tail)
             conn.exec_driver_sql(
                 f'INSERT INTO inbox SELECT * FROM "{self.shadow}".inbox '  # noqa: S608 - our names
