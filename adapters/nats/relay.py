@@ -35,10 +35,11 @@ from structlog.contextvars import bound_contextvars
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
+from adapters.postgres.recorder import select_notifications_of
 from adapters.reasons import describe, one_line
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
-from application.contracts.mapping import published_envelope
+from application.contracts.mapping import PUBLISHED_TOPICS, published_envelope
 from application.dlq_owners import DEFAULT_OWNER, RELAY_DLQ
 
 log = structlog.get_logger()
@@ -206,8 +207,9 @@ class Relay:
     def _read(self, after: int) -> Batch:
         # Ids have gaps (a failed insert uses one up): resume after the last id
         # seen, never wait for the next number.
-        notifications = self._recorder.select_notifications(
-            start=after, limit=self._batch_size, inclusive_of_start=False
+        # Only published rows (and the stretch's last): the server skips the rest.
+        notifications = select_notifications_of(
+            self._recorder, PUBLISHED_TOPICS, after=after, limit=self._batch_size
         )
         envelopes: list[Envelope] = []
         unmappable: list[Unmappable] = []
