@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime
-from urllib.parse import quote
 from uuid import uuid4
 
 import httpx
@@ -14,6 +13,7 @@ import pytest
 
 from entrypoints.sandbox.email import create_app, parse_knob_args
 from entrypoints.sandbox.knobs import KnobError
+from tests.integration.sandbox_contract import SandboxContract
 from tests.integration.sandbox_process import DEFAULT_KNOBS, SandboxProcess
 from tests.servers import scratch_dir
 
@@ -47,14 +47,6 @@ def test_a_repeat_returns_the_first_result(http):
     assert again.headers["Idempotent-Replayed"] == "true"
     listed = http.get("/messages").json()["messages"]
     assert [m["idempotency_key"] for m in listed].count(key) == 1
-
-
-def test_the_same_key_with_another_message_is_refused(http):
-    key = str(uuid4())
-    send(http, key)
-    other = send(http, key, MESSAGE | {"subject": "Something else"})
-    assert other.status_code == 422
-    assert other.json()["type"] == "/problems/idempotency-key-reused"
 
 
 def test_the_first_result_survives_a_killed_sandbox(tmp_path):
@@ -206,22 +198,16 @@ def test_a_sandbox_started_with_knobs_uses_them(tmp_path):
         assert refused.status_code == 400
 
 
-def test_latency_delays_every_provider_answer(http, email_sandbox):
-    email_sandbox.set_knobs(latency_ms=400)
-    started = time.monotonic()
-    assert send(http).status_code == 201
-    assert http.get(f"/messages/{uuid4()}").status_code == 404
-    assert time.monotonic() - started >= 0.8
+class TestEmailSandbox(SandboxContract):
+    resource = "/messages"
+    other_body = MESSAGE | {"subject": "Something else"}
 
+    @pytest.fixture
+    def sandbox(self, email_sandbox: SandboxProcess) -> SandboxProcess:
+        return email_sandbox
 
-@pytest.mark.parametrize("fail_status", [503, 500, 400])
-def test_a_failure_accepts_nothing(http, email_sandbox, fail_status):
-    email_sandbox.set_knobs(fail_rate=1.0, fail_status=fail_status)
-    key = str(uuid4())
-    failed = send(http, key)
-    assert failed.status_code == fail_status
-    email_sandbox.set_knobs(fail_rate=0.0)
-    assert http.get(f"/messages/{key}").status_code == 404
+    def accept(self, http, key=None, body=None):
+        return send(http, key, body)
 
 
 def test_fail_rate_is_a_share_of_sends(http, email_sandbox):
@@ -339,14 +325,6 @@ def test_a_chunked_huge_body_is_413(http):
 
     answer = http.post("/messages", content=chunks(), headers={"Idempotency-Key": "k"})
     assert answer.status_code == 413
-
-
-def test_a_key_with_slashes_and_percents_is_looked_up_as_sent(http):
-    key = "a/b%2Fc?d#e"
-    assert send(http, key).status_code == 201
-    looked_up = http.get(f"/messages/{quote(key, safe='')}")
-    assert looked_up.status_code == 200
-    assert looked_up.json()["idempotency_key"] == key
 
 
 @pytest.mark.parametrize(
