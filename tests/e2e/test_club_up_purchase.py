@@ -4,14 +4,27 @@ webhook secret (none is set here)."""
 
 from __future__ import annotations
 
-from uuid import uuid4
-
 import httpx
 
 from adapters.embedded.process import free_port
+from tests.api_client import ClubClient
 from tests.e2e.test_club_up import club_up, ctrl_c, started
 from tests.servers import scratch_dir
 from tests.stack import eventually
+
+
+def first_purchase(api: str, key: str, email: str | None = None) -> httpx.Response:
+    """A new student's purchase of a seat in a new paid lesson, asked again (same
+    key) until the roles `club up` starts are there to hold the seat."""
+    with ClubClient(api, timeout=10) as club:
+        lesson_id = club.paid_lesson(capacity=2, price_cents=4900)
+        student_id = club.student(email=email)
+
+        def reserved() -> httpx.Response | None:
+            answer = club.reserve(lesson_id, student_id, key)
+            return answer if answer.status_code == 201 else None
+
+        return eventually(reserved, timeout=30, interval=0.5)
 
 
 def test_a_purchase_completes_on_its_own_under_club_up() -> None:
@@ -25,33 +38,7 @@ def test_a_purchase_completes_on_its_own_under_club_up() -> None:
     ) as (api, proc):
         started(proc, lambda argv: argv[-1:] == ["saga"])
         started(proc, lambda argv: argv[-2:] == ["sandbox", "payment"])
-        lesson = httpx.post(
-            f"{api}/lessons",
-            json={
-                "title": "Intensive",
-                "capacity": 2,
-                "starts_at": "2027-01-10T10:00:00Z",
-                "price_cents": 4900,
-            },
-            timeout=10,
-        ).json()
-        student_id = f"s-{uuid4().hex[:10]}"
-        httpx.put(
-            f"{api}/students/{student_id}",
-            json={"email": f"{student_id}@example.org", "name": "Ann"},
-            timeout=10,
-        )
-
-        def reserved() -> httpx.Response | None:
-            answer = httpx.post(
-                f"{api}/lessons/{lesson['lesson_id']}/purchases",
-                json={"student_id": student_id},
-                headers={"Idempotency-Key": "first-purchase"},
-                timeout=10,
-            )
-            return answer if answer.status_code == 201 else None
-
-        purchase = eventually(reserved, timeout=30, interval=0.5).json()
+        purchase = first_purchase(api, "first-purchase").json()
         path = f"{api}/purchases/{purchase['purchase_id']}"
         done = eventually(
             lambda: (

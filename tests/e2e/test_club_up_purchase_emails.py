@@ -11,6 +11,7 @@ import httpx
 
 from adapters.embedded.process import free_port
 from tests.e2e.test_club_up import club_up, ctrl_c, started
+from tests.e2e.test_club_up_purchase import first_purchase
 from tests.servers import scratch_dir
 from tests.stack import eventually
 
@@ -28,34 +29,8 @@ def test_a_paid_seat_sends_payment_received_and_access_granted_once_each() -> No
     ) as (api, proc):
         started(proc, lambda argv: argv[-1:] == ["saga"])
         started(proc, lambda argv: argv[-1:] == ["notifications"])
-        lesson = httpx.post(
-            f"{api}/lessons",
-            json={
-                "title": "Intensive",
-                "capacity": 2,
-                "starts_at": "2027-01-10T10:00:00Z",
-                "price_cents": 4900,
-            },
-            timeout=10,
-        ).json()
-        student_id = f"s-{uuid4().hex[:10]}"
-        address = f"{student_id}@example.org"
-        httpx.put(
-            f"{api}/students/{student_id}",
-            json={"email": address, "name": "Ann"},
-            timeout=10,
-        )
-
-        def reserved() -> httpx.Response | None:
-            answer = httpx.post(
-                f"{api}/lessons/{lesson['lesson_id']}/purchases",
-                json={"student_id": student_id},
-                headers={"Idempotency-Key": "paid-seat"},
-                timeout=10,
-            )
-            return answer if answer.status_code == 201 else None
-
-        purchase = eventually(reserved, timeout=30, interval=0.5).json()
+        address = f"s-{uuid4().hex[:10]}@example.org"
+        purchase = first_purchase(api, "paid-seat", email=address).json()
         path = f"{api}/purchases/{purchase['purchase_id']}"
         eventually(
             lambda: httpx.get(path, timeout=5).json()["status"] == "confirmed",

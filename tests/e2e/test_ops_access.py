@@ -22,8 +22,9 @@ from entrypoints.http import create_app
 from entrypoints.operator import OpsConfig, require_operator
 from entrypoints.ops_session import COOKIE, csrf_token, valid_session
 from entrypoints.settings import Settings
+from tests.api_client import bearer
 from tests.servers import scratch_dir
-from tests.stack import Stack
+from tests.stack import running_stack
 
 TOKEN = "operator-secret-token"  # noqa: S105 - a test value
 OPS = OpsConfig(operator_token=TOKEN, promise_seconds=10, email_rate_per_s=100)
@@ -138,9 +139,7 @@ def test_with_any_other_bearer_token_every_ops_route_is_403(app, token) -> None:
     refused as theirs would be."""
     with TestClient(app, raise_server_exceptions=False) as client:
         for method, path in ops_routes(app):
-            response = client.request(
-                method, path, headers={"Authorization": f"Bearer {token}"}
-            )
+            response = client.request(method, path, headers=bearer(token))
             assert response.status_code == 403, (method, path, response.text)
             assert response.headers["content-type"] == PROBLEM
             assert TOKEN not in response.text
@@ -235,25 +234,13 @@ def test_club_api_serves_ops_status_with_the_token_it_was_started_with(migrated)
     """The real role: `club up` hands the API CLUB_OPERATOR_TOKEN, the token it
     printed; /ops/status and /metrics read the chain through it."""
     started_with = "token-from-the-environment"
-    stack = Stack(
-        *migrated, scratch_dir("club-ops-api-"), CLUB_OPERATOR_TOKEN=started_with
-    )
-    stack.start("api")
-    try:
-        refused = httpx.get(f"{stack.base}/ops/status", timeout=10)
-        wrong = httpx.get(
-            f"{stack.base}/ops/status",
-            headers={"Authorization": f"Bearer {TOKEN}"},
-            timeout=10,
-        )
-        shown = httpx.get(
-            f"{stack.base}/ops/status",
-            headers={"Authorization": f"Bearer {started_with}"},
-            timeout=10,
-        )
+    logs, env = scratch_dir("club-ops-api-"), {"CLUB_OPERATOR_TOKEN": started_with}
+    with running_stack(migrated, logs, ("api",), **env) as stack:
+        status = f"{stack.base}/ops/status"
+        refused = httpx.get(status, timeout=10)
+        wrong = httpx.get(status, headers=bearer(TOKEN), timeout=10)
+        shown = httpx.get(status, headers=bearer(started_with), timeout=10)
         metrics = httpx.get(f"{stack.base}/metrics", timeout=10).text
-    finally:
-        stack.stop_all()
     assert refused.status_code == 401
     assert wrong.status_code == 403
     assert shown.status_code == 200, shown.text

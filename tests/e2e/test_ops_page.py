@@ -27,10 +27,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from adapters.postgres.tables import dlq_replays
 from entrypoints.ops_session import COOKIE
-from tests.api_client import ClubClient
+from tests.api_client import ClubClient, bearer
 from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir
-from tests.stack import FAST_FAULTS, Stack, eventually
+from tests.stack import FAST_FAULTS, Stack, eventually, running_stack, scratch_for
 
 TOKEN = "page-operator-token-0123456789"  # noqa: S105 - a test value
 CHROMIUM = Path("/usr/bin/chromium")
@@ -65,31 +65,21 @@ def browser() -> Iterator[WebDriver]:
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-ops-page-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def stack(migrated, sandbox) -> Iterator[Stack]:
+def stack(migrated, email_sandbox, request) -> Iterator[Stack]:
     env = FAST_FAULTS | {
-        "CLUB_EMAIL_PROVIDER_URL": sandbox.url,
+        "CLUB_EMAIL_PROVIDER_URL": email_sandbox.url,
         "CLUB_OPERATOR_TOKEN": TOKEN,
     }
-    stack = Stack(*migrated, scratch_dir("club-ops-page-logs-"), **env)
-    for role in ("api", "relay", "worker"):
-        stack.start(role)
-    stack.api_started_at = time.monotonic()  # type: ignore[attr-defined]
-    yield stack
-    stack.stop_all()
+    logs = scratch_for(request, "logs")
+    with running_stack(migrated, logs, ("api", "relay", "worker"), **env) as stack:
+        stack.api_started_at = time.monotonic()  # type: ignore[attr-defined]
+        yield stack
 
 
 def ops_status(stack: Stack) -> dict[str, Any]:
     response = httpx.get(
         f"{stack.base}/ops/status",
-        headers={"Authorization": f"Bearer {TOKEN}"},
+        headers=bearer(TOKEN),
         timeout=10,
     )
     assert response.status_code == 200, response.text
@@ -105,8 +95,8 @@ def queued_emails(stack: Stack) -> int:
 
 
 def messages_to(sandbox: SandboxProcess, address: str) -> int:
-    listing = httpx.get(f"{sandbox.url}/messages", params={"limit": 1000}, timeout=10)
-    return sum(1 for m in listing.json()["messages"] if m["to"] == address)
+    listing = sandbox.listed(limit=1000)["messages"]
+    return sum(1 for m in listing if m["to"] == address)
 
 
 def enroll(api: str, lesson_id: str, email: str) -> None:
@@ -151,10 +141,10 @@ DLQ_GROUP = "article.dlq[data-consumer='notifications']"
 
 @pytest.mark.timeout(300)
 def test_the_page_shows_a_backlog_and_replays_a_dead_letter_once(
-    stack, sandbox, browser, container
+    stack, email_sandbox, browser, container
 ) -> None:
     refused = f"refused-{uuid4().hex[:8]}@example.org"
-    dead_letter_and_backlog(stack, sandbox, refused)
+    dead_letter_and_backlog(stack, email_sandbox, refused)
     # The API samples every hop each 5 s whether or not anyone looks: by now the
     # charts hold more than the one sample the page's own read adds.
     time.sleep(max(0.0, stack.api_started_at + 11 - time.monotonic()))
@@ -167,15 +157,15 @@ def test_the_page_shows_a_backlog_and_replays_a_dead_letter_once(
     # The worker is back: the backlog drains; the dead letter stays.
     stack.start("worker")
     eventually(lambda: queued_emails(stack) == 0, timeout=30)
-    assert messages_to(sandbox, refused) == 0
+    assert messages_to(email_sandbox, refused) == 0
 
     replay_from_the_page(browser, stack.base)
-    eventually(lambda: messages_to(sandbox, refused) == 1, timeout=30)
+    eventually(lambda: messages_to(email_sandbox, refused) == 1, timeout=30)
     assert dead_letters(stack) == 0
 
     a_second_replay_hands_back_nothing(stack.base, session)
     time.sleep(2)  # what a second hand-back would have sent has had time to arrive
-    assert messages_to(sandbox, refused) == 1
+    assert messages_to(email_sandbox, refused) == 1
     assert audited(container) == [
         ("ops-page", REASON, "notifications", True, 1, 0, "finished"),
         ("ops-page", REASON, "notifications", False, 1, 1, "finished"),
@@ -185,17 +175,17 @@ def test_the_page_shows_a_backlog_and_replays_a_dead_letter_once(
 
 
 def dead_letter_and_backlog(
-    stack: Stack, sandbox: SandboxProcess, refused: str
+    stack: Stack, email_sandbox: SandboxProcess, refused: str
 ) -> None:
     """One e-mail the provider refuses for good (400): a dead letter. Then the
     worker stops while students enroll: a backlog."""
     with ClubClient(stack.base) as club:
         lesson = club.lesson(capacity=10, title="Ops page")
-    sandbox.set_knobs(fail_rate=1.0, fail_status=400)
+    email_sandbox.set_knobs(fail_rate=1.0, fail_status=400)
     enroll(stack.base, lesson, refused)
     eventually(lambda: dead_letters(stack) == 1, timeout=30)
     stack.stop("worker")
-    sandbox.reset_knobs()
+    email_sandbox.reset_knobs()
     for _ in range(BACKLOG):
         enroll(stack.base, lesson, f"waits-{uuid4().hex[:8]}@example.org")
     eventually(lambda: queued_emails(stack) == BACKLOG, timeout=30)

@@ -14,8 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from adapters.embedded.process import free_port
 from tests.api_client import ClubClient
 from tests.integration.sandbox_process import SandboxProcess
-from tests.servers import scratch_dir
-from tests.stack import Stack
+from tests.stack import Stack, running_stack, scratch_for
 from tests.stack import eventually as soon
 
 # Four roles start at once on a shared two-core machine (other suites run beside):
@@ -33,28 +32,18 @@ PROJECTION, WORK_CLASS = "statistics", "notifications"  # what those two run
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-metrics-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
 def stack(
-    migrated: tuple[str, str], sandbox: SandboxProcess
+    migrated: tuple[str, str],
+    email_sandbox: SandboxProcess,
+    request: pytest.FixtureRequest,
 ) -> Iterator[tuple[Stack, dict[str, int]]]:
-    stack = Stack(
-        *migrated,
-        scratch_dir("club-metrics-logs-"),
-        CLUB_EMAIL_PROVIDER_URL=sandbox.url,
-    )
+    env = {"CLUB_EMAIL_PROVIDER_URL": email_sandbox.url}
     ports = {name: free_port() for name in ROLES}
-    stack.start("api")
-    for name in ROLES:
-        stack.start(name, CLUB_METRICS_PORT=str(ports[name]))
-    yield stack, ports
-    stack.stop_all()
+    logs = scratch_for(request, "logs")
+    with running_stack(migrated, logs, ("api",), **env) as stack:
+        for name in ROLES:
+            stack.start(name, CLUB_METRICS_PORT=str(ports[name]))
+        yield stack, ports
 
 
 def scrape(port: int) -> Samples:

@@ -5,12 +5,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.servers import scratch_dir
-from tests.stack import FAST_FAULTS, Stack
+from tests.stack import FAST_FAULTS, Stack, running_stack
 
 
 @pytest.fixture(scope="module")
 def stack(migrated: tuple[str, str]) -> Iterator[Stack]:
-    stack = Stack(*migrated, scratch_dir("club-faults-logs-"), **FAST_FAULTS)
-    stack.start_all()
-    yield stack
-    stack.stop_all()
+    logs = scratch_dir("club-faults-logs-")
+    with running_stack(migrated, logs, **FAST_FAULTS) as stack:
+        yield stack

@@ -6,11 +6,11 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Iterator
 from typing import Any
-from uuid import uuid4
 
 import httpx
 import pytest
 
+from tests.api_client import ClubClient
 from tests.servers import scratch_dir
 from tests.stack import FAST_FAULTS, FAST_SAGA, Stack, eventually
 
@@ -37,31 +37,12 @@ class World:
         assert answer.status_code == 200, answer.text
 
     def lesson(self, capacity: int = 5) -> str:
-        answer = httpx.post(
-            f"{self.base}/lessons",
-            json={
-                "title": "Intensive",
-                "capacity": capacity,
-                "starts_at": "2027-01-10T10:00:00Z",
-                "price_cents": 2500,
-            },
-        )
-        assert answer.status_code == 201, answer.text
-        return str(answer.json()["lesson_id"])
+        with ClubClient(self.base) as club:
+            return club.paid_lesson(capacity=capacity)
 
     def reserve(self, lesson_id: str) -> httpx.Response:
-        student_id = f"s-{uuid4().hex[:12]}"
-        profile = httpx.put(
-            f"{self.base}/students/{student_id}",
-            json={"email": f"{student_id}@example.org", "name": "Ann"},
-        )
-        assert profile.status_code in (200, 201), profile.text
-        return httpx.post(
-            f"{self.base}/lessons/{lesson_id}/purchases",
-            json={"student_id": student_id},
-            headers={"Idempotency-Key": uuid4().hex},
-            timeout=30,
-        )
+        with ClubClient(self.base) as club:
+            return club.reserve(lesson_id, club.student())
 
     def purchase(self, lesson_id: str) -> str:
         answer = self.reserve(lesson_id)

@@ -20,6 +20,7 @@ from adapters.postgres.tables import payment_webhooks, refused_webhooks, saga_de
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, sign
 from application.purchases import Purchases
 from entrypoints.http import create_app
+from tests.api_client import ClubClient
 
 SECRET = "whsec_routes_0123456789"  # noqa: S105 - a test secret
 HOLD_S = 60
@@ -33,35 +34,15 @@ def api(container) -> Iterator[TestClient]:
 
 
 def lesson(api: TestClient, *, capacity: int = 5, price_cents: int = 2500) -> str:
-    answer = api.post(
-        "/lessons",
-        json={
-            "title": "Intensive",
-            "capacity": capacity,
-            "starts_at": "2027-01-10T10:00:00Z",
-            "price_cents": price_cents,
-        },
-    )
-    assert answer.status_code == 201, answer.text
-    return str(answer.json()["lesson_id"])
+    return ClubClient(api).paid_lesson(capacity=capacity, price_cents=price_cents)
 
 
 def student(api: TestClient) -> str:
-    student_id = f"s-{uuid4().hex[:12]}"
-    answer = api.put(
-        f"/students/{student_id}",
-        json={"email": f"{student_id}@example.org", "name": "Ann"},
-    )
-    assert answer.status_code in (200, 201), answer.text
-    return student_id
+    return ClubClient(api).student()
 
 
 def reserve(api: TestClient, lesson_id: str, student_id: str, key: str | None = None):
-    return api.post(
-        f"/lessons/{lesson_id}/purchases",
-        json={"student_id": student_id},
-        headers={"Idempotency-Key": key or uuid4().hex},
-    )
+    return ClubClient(api).reserve(lesson_id, student_id, key)
 
 
 def post_webhook(api: TestClient, body: bytes, secret: str = SECRET, at: int = 0):

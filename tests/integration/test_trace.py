@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from adapters.nats.trace import Found, find_message
 from adapters.postgres.tables import inbox, notifications
 from application.trace import OWED_STATES
-from tests.api_client import ClubClient
+from tests.api_client import ClubClient, bearer
 from tests.integration.helpers import with_js
 from tests.stack import (
     CORE,
@@ -170,17 +170,10 @@ def test_ops_trace_serves_the_same_document_behind_the_operator_token(
     enrollment_id = enroll(stack)
     url = f"{stack.base}/ops/trace/{enrollment_id}"
     refused = httpx.get(url, timeout=10)
-    shown = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-    unknown = httpx.get(
-        f"{stack.base}/ops/trace/{uuid4()}",
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=30,
-    )
-    malformed = httpx.get(
-        f"{stack.base}/ops/trace/not-an-id",
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=30,
-    )
+    shown = httpx.get(url, headers=bearer(TOKEN), timeout=30)
+    traces = f"{stack.base}/ops/trace"
+    unknown = httpx.get(f"{traces}/{uuid4()}", headers=bearer(TOKEN), timeout=30)
+    malformed = httpx.get(f"{traces}/not-an-id", headers=bearer(TOKEN), timeout=30)
 
     assert refused.status_code == 401
     assert shown.status_code == 200, shown.text
