@@ -26,8 +26,9 @@ from application.contracts.events import (
     EnrollmentConfirmedV2,
     LessonScheduledV1,
 )
-from application.contracts.mapping import decode, published_envelopes
+from application.contracts.mapping import decode
 from projections import rosters, statistics
+from tests.integration.helpers import published
 from tests.stack import Stack, eventually
 
 # Any code point, lone surrogates and controls included: JSON can carry them all.
@@ -215,9 +216,7 @@ def truth(container) -> Facts:
     confirmed: Counter[UUID] = Counter()
     cancelled: Counter[UUID] = Counter()
     status: dict[UUID, str] = {}
-    app = container.app
-    notifications = app.recorder.select_notifications(start=1, limit=10**7)
-    for envelope in published_envelopes(app.mapper, notifications):
+    for envelope in published(container):
         match decode(envelope):
             case LessonScheduledV1(lesson_id=lesson, title=title):
                 titles[lesson] = title

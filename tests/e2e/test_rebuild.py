@@ -14,12 +14,12 @@ import sqlalchemy as sa
 from adapters.postgres.skips import list_skips
 from adapters.postgres.tables import inbox
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
-from application.contracts.mapping import decode, published_envelopes
+from application.contracts.mapping import decode
 from application.ids import event_id
 from entrypoints.audit import dead_lettered
 from projections import rosters, statistics
 from tests.faults.workload import Enroller, expected_event_ids
-from tests.integration.helpers import run, with_js
+from tests.integration.helpers import published, run, with_js
 from tests.integration.test_rebuild_never_stops import (
     store_lesson_bypassing_the_domain,
 )
@@ -30,9 +30,7 @@ def truth(container) -> tuple[Counter, dict[UUID, str]]:
     """From the event store: confirmed per lesson, and each enrollment's status."""
     confirmed: Counter = Counter()
     status: dict[UUID, str] = {}
-    app = container.app
-    notifications = app.recorder.select_notifications(start=1, limit=10**7)
-    for envelope in published_envelopes(app.mapper, notifications):
+    for envelope in published(container):
         match decode(envelope):
             case EnrollmentConfirmedV2(lesson_id=lesson, enrollment_id=enrollment):
                 confirmed[lesson] += 1

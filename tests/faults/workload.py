@@ -9,12 +9,11 @@ from uuid import uuid4
 import attrs
 import httpx
 
-from application.contracts.mapping import published_envelopes
 from entrypoints.bootstrap import Container
 from entrypoints.confirmed_totals import confirmed_totals as totals_of
 from tests.api_client import ClubClient
 from tests.faults.facts import setup_lesson
-from tests.integration.helpers import stream_messages, with_js
+from tests.integration.helpers import published, stream_messages, with_js
 
 
 class Enroller(threading.Thread):
@@ -53,9 +52,7 @@ class Enroller(threading.Thread):
 
 
 def expected_event_ids(container: Container) -> list[str]:
-    app = container.app
-    notifications = app.recorder.select_notifications(start=1, limit=10**6)
-    return [str(e.event_id) for e in published_envelopes(app.mapper, notifications)]
+    return [str(e.event_id) for e in published(container)]
 
 
 def stream_event_ids(nats_url: str) -> list[str]:

@@ -6,18 +6,22 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import sqlalchemy as sa
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from adapters.nats.relay import Relay
 from adapters.nats.relay_drain import relay_all
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
+from adapters.postgres.tables import notifications
+from application.contracts.envelope import Envelope
+from application.contracts.mapping import published_envelopes
 from entrypoints.bootstrap import Container, build_relay
 from entrypoints.demo import lesson_with_enrollments
 from entrypoints.settings import Settings
 
 # One copy: the package's, re-exported for the tests that import them from here.
-__all__ = ["lesson_with_enrollments", "make_relay", "relay_all"]
+__all__ = ["lesson_with_enrollments", "make_relay", "published", "relay_all"]
 
 T = TypeVar("T")
 # build_relay publishes on the `js` it is handed and reads only the database URL from
@@ -50,6 +54,35 @@ def make_relay(
         {"CLUB_DATABASE_URL": url, "CLUB_NATS_URL": UNUSED_NATS_URL}
     )
     return build_relay(settings, container, js, **tuning)
+
+
+def published(container: Container) -> list[Envelope]:
+    """Every event in the store as the relay publishes it (the truth to compare)."""
+    notifications = container.app.recorder.select_notifications(start=1, limit=10**7)
+    return published_envelopes(container.app.mapper, notifications)
+
+
+def email_states(container: Container) -> dict[str, int]:
+    """How many notification rows (e-mails owed or done) are in each state."""
+    with container.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(notifications.c.state, sa.func.count()).group_by(
+                notifications.c.state
+            )
+        )
+        return dict(rows.all())
+
+
+def email_states_of(container: Container, enrollment_id: object) -> list[str]:
+    """The states of one enrollment's notification rows, one per e-mail it owes."""
+    with container.engine.connect() as conn:
+        return sorted(
+            conn.execute(
+                sa.select(notifications.c.state).where(
+                    notifications.c.enrollment_id == enrollment_id
+                )
+            ).scalars()
+        )
 
 
 async def bound_consumer(js: JetStreamContext, name: str, **config: Any) -> Any:

@@ -10,20 +10,15 @@ from nats.js.errors import NoStreamResponseError
 
 from adapters.nats.streams import EVENTS_STREAM, ensure_streams
 from adapters.postgres.tables import relay_leases
-from application.contracts.mapping import published_envelopes
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
+    published,
     relay_all,
     run,
     stream_messages,
     with_js,
 )
-
-
-def published(container) -> list:
-    notifications = container.app.recorder.select_notifications(start=1, limit=10_000)
-    return published_envelopes(container.app.mapper, notifications)
 
 
 def test_stream_holds_one_message_per_event_with_contract_headers(
