@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import random
-import threading
 import time
 
 import pytest
 import sqlalchemy as sa
 
 from adapters.postgres.tables import inbox
+from tests.faults.killer import Killer
 from tests.faults.workload import (
     Enroller,
     confirmed_totals,
@@ -21,26 +20,11 @@ from tests.stack import eventually
 EVENTS = 300
 
 
-class Killer(threading.Thread):
-    def __init__(self, stack, name: str) -> None:
-        super().__init__(daemon=True)
-        self.stack, self.name_ = stack, name
-        self.kills = 0
-        self.stop = threading.Event()
-        self.rng = random.Random(0xC1B)
-
-    def run(self) -> None:
-        while not self.stop.wait(self.rng.uniform(0.2, 0.8)):
-            self.stack.kill(self.name_)
-            self.kills += 1
-            self.stack.start(self.name_)
-
-
 @pytest.mark.parametrize("victim", ["relay", "projector"])
 def test_random_sigkills_lose_nothing_and_double_nothing(
     stack, container, migrated, victim
 ) -> None:
-    killer = Killer(stack, victim)
+    killer = Killer(stack, [victim], pause=(0.2, 0.8))
     killer.start()
     workload = Enroller(stack.base, count=EVENTS)
     workload.start()
