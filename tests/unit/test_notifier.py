@@ -112,8 +112,8 @@ def students() -> InMemoryStudentDirectory:
     return students
 
 
-@pytest.fixture
-def notifier(provider, store, students) -> Notifier:
+def build_notifier(provider, store, students, policy: RetryPolicy) -> Notifier:
+    """The notifier on in-memory ports; every lesson is Yoga on 1 December."""
     return Notifier(
         store=store,
         provider=provider,
@@ -122,8 +122,14 @@ def notifier(provider, store, students) -> Notifier:
             title="Yoga", starts_at=datetime(2026, 12, 1, 10, tzinfo=UTC)
         ),
         purchases=KnownPurchases(),
-        policy=RetryPolicy(max_attempts=3, first_delay=1.0, max_delay=8.0),
+        policy=policy,
     )
+
+
+@pytest.fixture
+def notifier(provider, store, students) -> Notifier:
+    policy = RetryPolicy(max_attempts=3, first_delay=1.0, max_delay=8.0)
+    return build_notifier(provider, store, students, policy)
 
 
 def request(student_id: str = "ann", **changes) -> NotificationRequest:

@@ -6,8 +6,6 @@ row, becomes the dead letter's reason and is logged."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from adapters.memory.notifications import InMemoryNotificationStore
@@ -20,13 +18,17 @@ from application.email import (
 )
 from application.notifications import (
     GiveUp,
-    LessonFacts,
     Notifier,
     Retry,
     RetryPolicy,
 )
 from domain.student import StudentProfile
-from tests.unit.test_notifier import KnownPurchases, ScriptedProvider, fail, request
+from tests.unit.test_notifier import (
+    ScriptedProvider,
+    build_notifier,
+    fail,
+    request,
+)
 
 ADDRESS = "zoë.quill-7@mailbox.example.org"
 NAME = "Zoë Quillfeather"
@@ -36,16 +38,7 @@ QUOTE = f"550 5.1.1 <{ADDRESS}>: no mailbox for {NAME}; other: x.y@elsewhere.net
 def notifier(provider: ScriptedProvider, store: InMemoryNotificationStore) -> Notifier:
     students = InMemoryStudentDirectory()
     students.save(StudentProfile.create(student_id="zq", email=ADDRESS, name=NAME))
-    return Notifier(
-        store=store,
-        provider=provider,
-        students=students,
-        lessons=lambda _: LessonFacts(
-            title="Yoga", starts_at=datetime(2026, 12, 1, 10, tzinfo=UTC)
-        ),
-        purchases=KnownPurchases(),
-        policy=RetryPolicy(max_attempts=2),
-    )
+    return build_notifier(provider, store, students, RetryPolicy(max_attempts=2))
 
 
 def assert_clean(text: str | None) -> None:
