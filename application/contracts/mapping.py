@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, get_type_hints
+from datetime import datetime
+from types import UnionType
+from typing import Any, Union, cast, get_args, get_origin, get_type_hints
 from uuid import UUID, SafeUUID
 
 from eventsourcing.persistence import Mapper, Notification
 from eventsourcing.utils import get_topic
 
+from application.contracts.codec import PublishedContract
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.events import (
+    EVERY_VERSION,
     READERS,
     CurrentEvent,
     EnrollmentCancelledV1,
@@ -158,6 +162,9 @@ def decode(envelope: Envelope) -> CurrentEvent:
     read is malformed, whatever the reader raised (a number where an id belongs,
     `1e999999` where an integer belongs), so no body can crash a consumer.
     """
+    published = envelope.published
+    if published is not None and _reads_back_as_itself(envelope, published):
+        return cast("CurrentEvent", published)  # what reading its data back gives
     read = READERS.get((envelope.type, envelope.schema_version))
     if read is None:
         msg = f"no reader for {envelope.type} v{envelope.schema_version}"
@@ -170,6 +177,54 @@ def decode(envelope: Envelope) -> CurrentEvent:
             f"{type(e).__name__}: {e}"
         )
         raise MalformedEnvelopeError(msg) from e
+
+
+# Each current version's fields, and the exact types its reader accepts in them.
+_CURRENT: dict[tuple[str, int], type[Any]] = {
+    (cls.TYPE, cls.VERSION): cls
+    for cls in EVERY_VERSION
+    if READERS.get((cls.TYPE, cls.VERSION)) == cls.from_data  # read as itself
+}
+_PLAIN_KINDS = {str: (str,), int: (int,), UUID: (UUID,), datetime: (datetime,)}
+
+
+def _field_kinds(cls: type[Any]) -> tuple[tuple[str, tuple[type, ...]], ...] | None:
+    kinds = []
+    for name, hint in get_type_hints(cls, include_extras=False).items():
+        if name in ("TYPE", "VERSION"):
+            continue
+        options = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
+        allowed: tuple[type, ...] = ()
+        for option in options:
+            if option is type(None):
+                allowed += (type(None),)
+            elif option in _PLAIN_KINDS:
+                allowed += _PLAIN_KINDS[option]
+            else:
+                return None  # a kind not checked here: its reader decides
+        kinds.append((name, allowed))
+    return tuple(kinds)
+
+
+_CURRENT_KINDS = {key: _field_kinds(cls) for key, cls in _CURRENT.items()}
+
+
+def _reads_back_as_itself(envelope: Envelope, published: PublishedContract) -> bool:
+    """The relay's and the rebuild's envelopes hold the current version they were
+    mapped to; reading its own data back (msgspec's to_builtins, then its reader)
+    gives an equal event whenever every field holds exactly a str, int, UUID,
+    datetime (aware, whole-minute offset: its validator saw to that) or an allowed
+    None — checked here for ~1 µs instead of ~6 µs for the round trip. Anything
+    else goes through the reader as before, and fails there as before."""
+    if envelope._data is not None:  # data as read wins over the published event
+        return False
+    key = (envelope.type, envelope.schema_version)
+    if _CURRENT.get(key) is not type(published):
+        return False
+    kinds = _CURRENT_KINDS[key]
+    if kinds is None:
+        return False
+    return all(type(getattr(published, name)) in allowed for name, allowed in kinds)
 
 
 def unreadable_published_versions(
