@@ -15,7 +15,9 @@ beside, for shape only.
 
 Environment: CLUB_WORK_NOTIFICATIONS (default 40,000: ~20,000 published events),
 CLUB_WORK_ROUNDS (default 3), CLUB_WORK_PROFILE=1 records each measurement with
-py-spy into the scratch directory (its path is printed).
+py-spy into the scratch directory (its path is printed). `--stages` measures only
+the Python steps per published event (map, to_json, decode, meaning digest) on the
+in-memory workload of bench/codecs.py, no servers.
 """
 
 from __future__ import annotations
@@ -59,6 +61,21 @@ def measure(
     return json.loads(lines[-1])  # type: ignore[no-any-return]
 
 
+def stages(trees: list[Path]) -> None:
+    """`--stages`: the Python steps alone, no servers, each tree in turn."""
+    results: dict[str, dict[str, list[float]]] = {}
+    for _ in range(ROUNDS):
+        for i, tree in enumerate(trees):
+            got = measure(tree, "stages", ("", ""), scratch=Path(), tag="")
+            row = results.setdefault(f"{i}:{tree.name}", {})
+            for step, per_event in got.items():
+                row.setdefault(step, []).append(per_event)
+            print(f"{i}:{tree.name}", {k: round(v, 2) for k, v in got.items()})
+    print("medians (µs CPU per published event):")
+    for key, row in results.items():
+        print(f"  {key}:", {k: round(statistics.median(v), 2) for k, v in row.items()})
+
+
 def main(trees: list[Path]) -> None:
     scratch = scratch_dir("club-python-work-")
     pg = EmbeddedPostgres(scratch / "pg")
@@ -99,4 +116,6 @@ def main(trees: list[Path]) -> None:
 
 
 if __name__ == "__main__":
-    main([Path(arg).resolve() for arg in sys.argv[1:]] or [Path.cwd()])
+    args = sys.argv[1:]
+    chosen = [Path(arg).resolve() for arg in args if arg != "--stages"] or [Path.cwd()]
+    (stages if "--stages" in args else main)(chosen)
