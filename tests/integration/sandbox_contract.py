@@ -25,6 +25,7 @@ class SandboxContract:
 
     resource: ClassVar[str]  # "/messages", "/payments"
     other_body: ClassVar[dict[str, Any]]  # a request unlike the default one
+    limited: ClassVar[tuple[int, int]]  # a rate limit per second, requests over it
 
     def accept(
         self, http: httpx.Client, key: str | None = None, body: Any = None
@@ -58,6 +59,21 @@ class SandboxContract:
         assert self.accept(http, key).status_code == fail_status
         sandbox.set_knobs(fail_rate=0.0)
         assert http.get(f"{self.resource}/{key}").status_code == 404
+
+    def test_above_the_rate_limit_requests_get_429_with_retry_after(
+        self, http: httpx.Client, sandbox: SandboxProcess
+    ) -> None:
+        limit, over = self.limited
+        sandbox.set_knobs(rate_limit_per_s=limit)
+        time.sleep(1.05)  # the requests of earlier tests leave the window
+        answers = [self.accept(http) for _ in range(limit + over)]
+        assert [a.status_code for a in answers] == [201] * limit + [429] * over
+        assert answers[-1].headers["Retry-After"] == "1"
+        assert 0 < answers[-1].json()["retry_after_ms"] <= 1000
+        replay = self.accept(http, answers[0].json()["idempotency_key"])
+        assert replay.status_code == 201  # a repeat accepts nothing new: never limited
+        time.sleep(1.05)
+        assert self.accept(http).status_code == 201
 
     def test_a_key_with_slashes_and_percents_is_looked_up_as_sent(
         self, http: httpx.Client

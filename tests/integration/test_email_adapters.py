@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from email import message_from_bytes
 from email.utils import formatdate
 from uuid import uuid4
@@ -39,15 +40,13 @@ def knobs(email_sandbox):
 class TestHttpEmailProvider(EmailProviderContract):
     @pytest.fixture
     def provider(self, email_sandbox, knobs):
-        client = HttpEmailProvider(email_sandbox.url, read_timeout_s=5)
-        yield client
-        client.close()
+        with closing(HttpEmailProvider(email_sandbox.url, read_timeout_s=5)) as client:
+            yield client
 
     @pytest.fixture
     def unreachable(self):
-        client = HttpEmailProvider(f"http://127.0.0.1:{free_port()}")
-        yield client
-        client.close()
+        with closing(HttpEmailProvider(f"http://127.0.0.1:{free_port()}")) as client:
+            yield client
 
     @pytest.fixture
     def refused_address(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from uuid import uuid4
 
 import pytest
@@ -41,15 +42,13 @@ def knobs(sandbox):
 class TestHttpPaymentProvider(PaymentProviderContract):
     @pytest.fixture
     def provider(self, sandbox, knobs):
-        client = HttpPaymentProvider(sandbox.url, read_timeout_s=5)
-        yield client
-        client.close()
+        with closing(HttpPaymentProvider(sandbox.url, read_timeout_s=5)) as client:
+            yield client
 
     @pytest.fixture
     def unreachable(self):
-        client = HttpPaymentProvider(f"http://127.0.0.1:{free_port()}")
-        yield client
-        client.close()
+        with closing(HttpPaymentProvider(f"http://127.0.0.1:{free_port()}")) as client:
+            yield client
 
     @pytest.fixture
     def declining(self, provider, knobs):
