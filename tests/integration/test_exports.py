@@ -16,7 +16,6 @@ from pathlib import Path
 from uuid import UUID, uuid4
 
 import pytest
-import sqlalchemy as sa
 import structlog
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -28,7 +27,6 @@ from adapters.nats.dlq import DeadLetter, dead_letters
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres.first_failures import FirstFailures
-from adapters.postgres.tables import notifications
 from application.commands import EnrollStudent, ScheduleLesson
 from application.contracts.envelope import Envelope
 from application.exports import RequestExport, get_export, request_export
@@ -48,7 +46,7 @@ from entrypoints.exports_wiring import (
 from entrypoints.problems import install_error_handlers
 from entrypoints.routes import operations
 from entrypoints.settings import Settings
-from tests.integration.helpers import make_relay, relay_all, with_js
+from tests.integration.helpers import email_states_of, make_relay, relay_all, with_js
 from tests.servers import scratch_dir
 
 FAST = RetryPolicy(max_attempts=2, first_delay=0.05, max_delay=0.1)
@@ -487,13 +485,7 @@ def test_a_long_export_keeps_its_lease_with_in_progress_acks(
 
 
 def sent(container, enrollment_id: UUID) -> bool:
-    with container.engine.connect() as conn:
-        state = conn.execute(
-            sa.select(notifications.c.state).where(
-                notifications.c.enrollment_id == enrollment_id
-            )
-        ).scalar_one_or_none()
-    return state == "sent"
+    return email_states_of(container, enrollment_id) == ["sent"]
 
 
 def test_a_pile_of_exports_does_not_delay_a_confirmation_email(

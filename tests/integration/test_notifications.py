@@ -25,6 +25,8 @@ from entrypoints import bootstrap, work_classes
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
 from tests.integration.helpers import (
+    email_states,
+    email_states_of,
     lesson_with_enrollments,
     make_relay,
     relay_all,
@@ -49,16 +51,6 @@ def accepted(sandbox: SandboxProcess) -> list[dict]:
     return list(sandbox.listed()["messages"])
 
 
-def states(container) -> dict[str, int]:
-    with container.engine.connect() as conn:
-        rows = conn.execute(
-            sa.select(notifications.c.state, sa.func.count()).group_by(
-                notifications.c.state
-            )
-        )
-        return dict(rows.all())
-
-
 async def work_until(
     js, container, provider, done, *, policy=FAST, seconds=60, worker=None, job=None
 ):
@@ -78,7 +70,7 @@ async def work_until(
             if await asyncio.to_thread(done):
                 return
             await asyncio.sleep(0.1)
-        raise AssertionError(f"not done within {seconds}s: {states(container)}")
+        raise AssertionError(f"not done within {seconds}s: {email_states(container)}")
     finally:
         stop.set()
         await asyncio.wait_for(running, 10)
@@ -95,7 +87,7 @@ def publish_enrollments(container, database_url: str, nats_url: str, n: int) -> 
 
 def sent_for_every_enrollment(sandbox, container, expected: int):
     def check() -> bool:
-        return states(container).get("sent", 0) >= expected
+        return email_states(container).get("sent", 0) >= expected
 
     return check
 
@@ -120,7 +112,7 @@ def test_every_enrollment_gets_exactly_one_email_despite_faults(
     asyncio.run(with_js(nats_url, body))
     # One each: none lost, none doubled.
     assert len(accepted(email_sandbox)) - before == 40
-    assert states(container) == {"sent": 40}
+    assert email_states(container) == {"sent": 40}
     with container.engine.connect() as conn:
         enrollment_id = conn.execute(sa.select(notifications.c.enrollment_id)).scalar()
     with TestClient(create_app(container)) as api:
@@ -139,7 +131,7 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
     publish_enrollments(container, database_url, nats_url, 1)
 
     def dead_lettered() -> bool:
-        return states(container).get("dead-lettered", 0) == 1
+        return email_states(container).get("dead-lettered", 0) == 1
 
     async def body(js, _nc) -> None:
         await work_until(js, container, email_provider, dead_lettered)
@@ -163,7 +155,10 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
         first = await replay(js, container.engine, request)
         assert first.replayed == 1
         await work_until(
-            js, container, email_provider, lambda: set(states(container)) == {"sent"}
+            js,
+            container,
+            email_provider,
+            lambda: set(email_states(container)) == {"sent"},
         )
         assert len(accepted(email_sandbox)) == before + 1  # delivered once
         second = await replay(js, container.engine, request)
@@ -208,13 +203,8 @@ def test_one_consumers_two_event_types_are_dead_lettered_under_two_owners(
     container.app.cancel_enrollment(CancelEnrollment(enrollment_id=enrollment_id))
 
     def both_dead_lettered() -> bool:
-        with container.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(notifications.c.state).where(
-                    notifications.c.enrollment_id == enrollment_id
-                )
-            ).scalars()
-            return sorted(rows) == ["dead-lettered", "dead-lettered"]
+        states = email_states_of(container, enrollment_id)
+        return states == ["dead-lettered", "dead-lettered"]
 
     async def body(js, _nc) -> tuple[dict[str, str], set[str]]:
         await relay_all(make_relay(container, js, database_url))
@@ -281,13 +271,7 @@ def test_the_first_failure_is_the_first_attempt_not_the_store_time(
     job: Job = timed
 
     def dead_lettered() -> bool:
-        with container.engine.connect() as conn:
-            state = conn.execute(
-                sa.select(notifications.c.state).where(
-                    notifications.c.enrollment_id == enrollment_id
-                )
-            ).scalar_one_or_none()
-        return state == "dead-lettered"
+        return email_states_of(container, enrollment_id) == ["dead-lettered"]
 
     async def body(js, _nc):
         await relay_all(make_relay(container, js, database_url))
