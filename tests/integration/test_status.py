@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from uuid import uuid4
 
 import pytest
@@ -25,7 +24,6 @@ from fastapi.testclient import TestClient
 from adapters.nats.worker import Worker
 from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.tables import notifications
-from adapters.providers.email_http import HttpEmailProvider
 from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
 from entrypoints import work_classes
@@ -38,22 +36,12 @@ from tests.integration.helpers import (
     relay_all,
     with_js,
 )
-from tests.integration.sandbox_process import SandboxProcess
-from tests.servers import scratch_dir
 
 ENROLLED = 6
 PROMISE_S = 1.0  # short, so that the test's backlog breaks it within seconds
 TOKEN = "status-test-operator-token"  # noqa: S105 - a test value
 OPS = OpsConfig(operator_token=TOKEN, promise_seconds=PROMISE_S, email_rate_per_s=100)
 FAST = RetryPolicy(max_attempts=5, first_delay=0.05, max_delay=0.3, unknown_delay=0.05)
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxProcess]:
-    process = SandboxProcess(scratch_dir("club-status-sandbox-") / "data")
-    process.start()
-    yield process
-    process.stop()
 
 
 def chain(container, nats_url: str) -> ChainStatus:
@@ -215,9 +203,11 @@ def test_club_status_names_the_server_that_does_not_answer(migrated):
         assert "pw@" not in answer.stderr + answer.stdout
 
 
-def test_after_a_worker_drains_the_backlog_it_is_on_time(migrated, container, sandbox):
+def test_after_a_worker_drains_the_backlog_it_is_on_time(
+    migrated, container, email_provider
+):
     _, nats_url = migrated
-    provider = HttpEmailProvider(sandbox.url, read_timeout_s=2.0)
+    provider = email_provider
 
     async def body(js, _nc) -> None:
         worker = Worker(
@@ -246,10 +236,7 @@ def test_after_a_worker_drains_the_backlog_it_is_on_time(migrated, container, sa
             stop.set()
             await asyncio.wait_for(running, 10)
 
-    try:
-        asyncio.run(with_js(nats_url, body))
-    finally:
-        provider.close()
+    asyncio.run(with_js(nats_url, body))
     status = chain(container, nats_url)
 
     delivery = status.delivery
