@@ -63,7 +63,8 @@ def club_up(migrated: tuple[str, str], folder: Path) -> Iterator[dict[str, str]]
         CLUB_OPERATOR_TOKEN=TOKEN,
         **FAST_SAGA,
     )
-    with (folder / "up.out").open("wb") as out, (folder / "up.err").open("wb") as err:
+    # Appending (O_APPEND): the `club dlq` commands add their lines to up.err too.
+    with (folder / "up.out").open("ab") as out, (folder / "up.err").open("ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "entrypoints.cli", "up"],
             env=env,
