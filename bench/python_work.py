@@ -49,7 +49,7 @@ def measure(
     command = [sys.executable, "-P", str(CHILD), what, database_url, nats_url]
     if PROFILE:
         out = scratch / f"{tag}-{what}.txt"
-        command = [str(PY_SPY), "record", "-r", "250", "-f", "raw", "-o", str(out),
+        command = [str(PY_SPY), "record", "--gil", "-r", "250", "-f", "raw", "-o", str(out),
                    "--", *command]  # fmt: skip
     env = os.environ | {"PYTHONPATH": str(tree)}
     done = subprocess.run(
