@@ -49,8 +49,9 @@ def measure(
     command = [sys.executable, "-P", str(CHILD), what, database_url, nats_url]
     if PROFILE:
         out = scratch / f"{tag}-{what}.txt"
-        command = [str(PY_SPY), "record", "--gil", "-r", "250", "-f", "raw", "-o", str(out),
-                   "--", *command]  # fmt: skip
+        # --gil: the samples of whichever thread holds the GIL, i.e. Python work.
+        command = [str(PY_SPY), "record", "--gil", "-r", "250", "-f", "raw",
+                   "-o", str(out), "--", *command]  # fmt: skip
     env = os.environ | {"PYTHONPATH": str(tree)}
     done = subprocess.run(
         command, cwd=tree, env=env, capture_output=True, text=True, check=True
