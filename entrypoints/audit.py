@@ -75,8 +75,11 @@ async def dead_lettered(js: JetStreamContext, consumer: str) -> set[str]:
     except NotFoundError:  # no stream yet: no dead letters
         return set()
     info = await sub.consumer_info()
+    # A push consumer starts delivering at once: what reached our buffer before
+    # the info was taken counts as delivered, not pending. Both are to be read.
+    delivered = info.delivered.consumer_seq if info.delivered else 0
     ids: set[str] = set()
-    for _ in range(info.num_pending or 0):
+    for _ in range((info.num_pending or 0) + (delivered or 0)):
         msg = await sub.next_msg(timeout=5)
         ids.add((msg.headers or {}).get("Club-Original-Msg-Id", ""))
     await sub.unsubscribe()
