@@ -328,12 +328,19 @@ def main(argv: list[str]) -> int:
         "context": {},
         "http stack": {},
     }
+    failed: dict[str, str] = {}
     with Servers(scratch_dir("club-bench-")) as servers:
         for name in chosen:
             print(f"bench: {name} …", flush=True)
-            SECTIONS[name](servers, out)
-    report(out, full=chosen == list(SECTIONS) and SCALE == 1)
-    return 0
+            try:
+                SECTIONS[name](servers, out)
+            except Exception as e:  # one section failing keeps the others' figures
+                failed[name] = f"{type(e).__name__}: {e}"
+                print(f"bench: {name} FAILED ({failed[name]})", flush=True)
+    if failed:
+        out["failed sections"] = failed
+    report(out, full=chosen == list(SECTIONS) and SCALE == 1 and not failed)
+    return 1 if failed else 0
 
 
 def _print_http_stacks(console: Console, stacks: dict[str, Any]) -> None:

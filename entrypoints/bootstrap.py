@@ -279,4 +279,17 @@ def container_options(settings: Settings, role: Role) -> dict[str, Any]:
         return {"pool_size": 20}
     if role.kind == "saga":
         return {"pool_size": 4}
+    if role.kind == "worker" and role.name in WORK_CLASSES:
+        # A connection per slot, the replay's slot and the first-failure record:
+        # slots waiting for a connection are slots in name only.
+        return {"pool_size": WORK_CLASSES[role.name].slots + 2}
     return {"pool_size": 2 if role.kind == "projector" else 4}
+
+
+def threads(role: Role) -> int:
+    """The role's default executor: every worker slot's blocking call at once
+    (asyncio's default, cores + 4, is six on two cores, fewer than eight slots),
+    plus the role's own housekeeping."""
+    if role.kind == "worker" and role.name in WORK_CLASSES:
+        return WORK_CLASSES[role.name].slots + 4
+    return min(32, (os.cpu_count() or 1) + 4)  # asyncio's own default

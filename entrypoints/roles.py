@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -215,6 +216,9 @@ async def _serve(
     """Wait for the database and the broker, build the role, run it until a stop.
     Its /metrics answers from the start: a role still waiting is alive."""
     database_url, nats_url = settings.require_services()
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=bootstrap.threads(role))
+    )
     stop = _stop_on_signals()
     metrics = await serve_metrics(settings, role)
     try:

@@ -30,6 +30,7 @@ from application.notifications import (
 from application.purchase_emails import purchase_facts_from
 from entrypoints.container import Container
 from entrypoints.exports_wiring import (
+    EXPORT_CONCURRENCY,
     EXPORT_SUBJECTS,
     EXPORTS,
     export_job,
@@ -51,6 +52,11 @@ class WorkClass:
     subjects: str
     job: Callable[[WorkDeps], Job]
     worker: Callable[[WorkDeps, JetStreamContext, Job, Owner], Worker]
+    slots: int  # jobs at once; the role's connections and threads follow it
+
+
+# The urgent work class's slots: e-mails in flight at once.
+NOTIFICATION_SLOTS = 8
 
 
 # The urgent work class: one e-mail per enrollment or purchase event that asks for one.
@@ -93,7 +99,7 @@ def _notification_worker(
         job=job,
         owner=owner,
         failures=FirstFailures(deps.container.engine),
-        concurrency=8,
+        concurrency=NOTIFICATION_SLOTS,
         rate=RateLimit(deps.settings.email_rate_per_s),
     )
 
@@ -110,6 +116,7 @@ WORK_CLASSES: dict[str, WorkClass] = {
             RetryPolicy(max_attempts=deps.settings.notify_max_attempts),
         ),
         worker=_notification_worker,
+        slots=NOTIFICATION_SLOTS,
     ),
     # The heavy work class: 2 slots of its own, in-progress acks while it works.
     EXPORTS: WorkClass(
@@ -127,5 +134,6 @@ WORK_CLASSES: dict[str, WorkClass] = {
             FirstFailures(deps.container.engine),
             ack_wait=deps.settings.ack_wait_seconds,
         ),
+        slots=EXPORT_CONCURRENCY,
     ),
 }
