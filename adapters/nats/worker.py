@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -89,33 +88,28 @@ async def ensure_worker_consumer(
 
 
 class RateLimit:
-    """At most `per_second` starts in any window of a little over a second: the
-    provider's own rule (a sliding window), so a worker paces itself under its
-    limit instead of collecting 429s.
+    """At most `per_second` starts per second, on an absolute schedule, so a worker
+    paces itself under the provider's known limit instead of collecting 429s.
 
-    A sliding log, not even spacing: a start that came late (a busy event loop,
-    every slot waiting on a call) is made up as soon as the window allows, so a
-    busy worker keeps the whole rate. Even spacing lost each late wake-up and
-    served ~95 of 100 a second on two shared cores, which a queue draining at
-    100 - 80 a second feels fivefold (docs/benchmarks.md). The window is 1% over
-    a second: the provider counts arrivals, and a request's travel time varies."""
+    A start that comes a little late (the event loop woke late) does not push the
+    schedule back: the next sleeps are shorter, so the long-run rate stays the limit
+    instead of losing each wake-up's overshoot. Only after an idle spell (more than
+    one interval behind) does the schedule start afresh from now."""
 
-    def __init__(self, per_second: float, margin: float = 0.01) -> None:
-        capacity = max(1, int(per_second))  # starts a window may hold
-        # A second holds at most the whole part of the limit; a limit below one
-        # a second stretches the window to keep it.
-        self._window_s = (1.0 + margin) * max(1.0, capacity / per_second)
-        self._starts: deque[float] = deque(maxlen=capacity)
+    def __init__(self, per_second: float) -> None:
+        self._interval = 1.0 / per_second
+        self._next = time.monotonic()
         self._lock = asyncio.Lock()
 
     async def wait(self) -> None:
-        async with self._lock:  # one waiter at a time: the log stays in order
-            starts = self._starts
-            if len(starts) == starts.maxlen:
-                delay = starts[0] + self._window_s - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            starts.append(time.monotonic())
+        async with self._lock:
+            now = time.monotonic()
+            if now - self._next > self._interval:  # idle: no catching up in a burst
+                self._next = now
+            delay = self._next - now
+            self._next += self._interval
+        if delay > 0:
+            await asyncio.sleep(delay)
 
 
 class Worker:
