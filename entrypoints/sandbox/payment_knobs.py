@@ -21,6 +21,8 @@ PAYMENT_KNOBS = (
     Knob(name="down", default=False, help="every provider request is answered 503"),
     Knob(name="decline_rate", default=0.0, low=0, high=1,
          help="share of new charges declined (402, and a payment.declined webhook)"),
+    Knob(name="decline_every", default=0, low=0, high=1_000_000,
+         help="also decline every Nth new charge (0: none): declines a test counts on"),
     Knob(name="settle_delay_ms", default=200, low=0, high=3_600_000,
          help="a charge or refund answers pending and settles this much later "
               "(0: at once)"),

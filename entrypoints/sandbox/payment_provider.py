@@ -40,6 +40,7 @@ class PaymentSandbox:
         # The limit holds across a restart too: the last second's acceptances count.
         self._window = SlidingWindow(self.store.accepted_since(clock() - WINDOW_S))
         self._dice = random.Random()  # noqa: S311 - fault injection, not secrets
+        self._new_charges = 0  # since this process started, for decline_every
 
     async def refusal(self, *, refunds: bool = False) -> Response | None:
         """What `down`, `refunds_down` and `latency_ms` do to every provider call."""
@@ -66,7 +67,11 @@ class PaymentSandbox:
         if limited := self._rate_limited():
             return limited
         now = self.clock()
-        declined = self._dice.random() < self.knobs["decline_rate"]
+        self._new_charges += 1
+        every = self.knobs["decline_every"]
+        declined = self._dice.random() < self.knobs["decline_rate"] or (
+            every > 0 and self._new_charges % every == 0
+        )
         delay = self.knobs["settle_delay_ms"] / 1000
         settled_now = declined or delay == 0
         status = "declined" if declined else "captured" if settled_now else "pending"

@@ -5,6 +5,7 @@ each knob, refunds, and hostile input."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -592,3 +593,13 @@ def test_an_undelivered_webhook_survives_a_killed_sandbox(receiver):
     finally:
         receiver.status = 200
         process.stop()
+
+
+def test_decline_every_declines_exactly_every_nth_new_charge(http, sandbox):
+    sandbox.set_knobs(decline_every=3, rate_limit_per_s=1_000_000)
+    statuses = [charge(http).status_code for _ in range(12)]
+    sandbox.set_knobs(decline_every=0)
+    time.sleep(1.05)  # let these charges leave the default limit's window
+    declined = [i for i, status in enumerate(statuses) if status == 402]
+    assert len(declined) == 4  # 12 new charges, every third
+    assert [b - a for a, b in itertools.pairwise(declined)] == [3, 3, 3]
