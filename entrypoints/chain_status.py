@@ -277,3 +277,16 @@ def _plain(values: dict[str, Any]) -> dict[str, Any]:
         k: None if isinstance(v, float) and not math.isfinite(v) else v
         for k, v in values.items()
     }
+
+
+def consumer_detail(hop: dict[str, Any]) -> str:
+    """A durable's row in words, from its `as_json` entry (the table and the page)."""
+    if not hop["exists"]:
+        return "no durable (run `club migrate`)"
+    detail = (
+        f"{hop['num_pending']} pending, {hop['num_ack_pending']} in hand, "
+        f"{hop['redelivered']} redelivered"
+    )
+    if hop["position"] is not None:
+        detail += f", position {hop['position']}"
+    return detail

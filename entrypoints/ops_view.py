@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from adapters.nats.dlq import DeadLetter
+from entrypoints.chain_status import consumer_detail
 
 ON_TIME = "on time"
 NEVER_DRAINS = "never drains"
@@ -126,14 +127,7 @@ def hop_rows(shown: dict[str, Any]) -> list[HopRow]:
         )
     ]
     for hop in shown["consumers"]:
-        detail = (
-            f"{hop['num_pending']} pending, {hop['num_ack_pending']} in hand, "
-            f"{hop['redelivered']} redelivered"
-        )
-        if hop["position"] is not None:
-            detail += f", position {hop['position']}"
-        if not hop["exists"]:
-            detail = "no durable (run `club migrate`)"
+        detail = consumer_detail(hop)
         rows.append(
             HopRow(
                 key=hop["consumer"],

@@ -22,7 +22,7 @@ from adapters.nats.streams import connect
 from adapters.transient import TRANSIENT
 from entrypoints import capacity_cli
 from entrypoints.bootstrap import Container, build
-from entrypoints.chain_status import ChainStatus, as_json, read_chain
+from entrypoints.chain_status import ChainStatus, as_json, consumer_detail, read_chain
 from entrypoints.exports_wiring import exports_dir
 from entrypoints.masking import masked
 from entrypoints.retention import shown
@@ -167,14 +167,7 @@ def _hops(shown: dict[str, Any]) -> Table:
         f"relay position {outbox['position']}",
     )
     for hop in shown["consumers"]:
-        detail = (
-            f"{hop['num_pending']} pending, {hop['num_ack_pending']} in hand, "
-            f"{hop['redelivered']} redelivered"
-        )
-        if hop["position"] is not None:
-            detail += f", position {hop['position']}"
-        if not hop["exists"]:
-            detail = "no durable (run `club migrate`)"
+        detail = consumer_detail(hop)
         table.add_row(
             f"{hop['kind']} {hop['consumer']}",
             str(hop["lag_events"]),
