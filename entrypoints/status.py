@@ -18,13 +18,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from adapters.nats.streams import connect
-from adapters.transient import TRANSIENT
 from entrypoints import capacity_cli
-from entrypoints.bootstrap import Container, build
+from entrypoints.bootstrap import Container
 from entrypoints.chain_status import ChainStatus, as_json, consumer_detail, read_chain
 from entrypoints.exports_wiring import exports_dir
-from entrypoints.masking import masked
+from entrypoints.operator_command import (
+    Unanswered,
+    connect_within_budget,
+    read_once,
+)
 from entrypoints.retention import shown
 from entrypoints.settings import Settings
 
@@ -48,49 +50,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     status.set_defaults(run=status_command)
 
 
-CONNECT_BUDGET_S = 10.0  # an operator's look must answer, not wait for ever
-
-
-class UnreachableError(Exception):
-    """A server did not answer; the message names the setting to check."""
-
-
 def status_command(settings: Settings, args: argparse.Namespace) -> int:
     database_url, nats_url = settings.require_services()
-    container: Container | None = None
-    try:
-        container = build(database_url, pool_size=1)  # connects: inside the try
+
+    def show(container: Container) -> None:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_show(settings, container, nats_url, args))
-    except UnreachableError as e:
-        sys.stderr.write(f"club status: {e}\n")
-        return 1
-    except TRANSIENT as e:
-        first_line = masked(str(e)).strip().splitlines()[:1] or [type(e).__name__]
-        sys.stderr.write(
-            f"club status: the database did not answer ({first_line[0]}); "
-            "check CLUB_DATABASE_URL and that PostgreSQL runs\n"
-        )
-        return 1
-    finally:
-        if container is not None:
-            container.close()
-    return 0
+
+    return 1 if isinstance(read_once("status", database_url, show), Unanswered) else 0
 
 
 async def _show(
     settings: Settings, container: Container, nats_url: str, args: argparse.Namespace
 ) -> None:
-    try:
-        nc = await asyncio.wait_for(
-            connect(nats_url, name="club-status"), CONNECT_BUDGET_S
-        )
-    except TimeoutError:
-        msg = (
-            f"NATS at {masked(nats_url)} did not answer within "
-            f"{CONNECT_BUDGET_S:.0f} s; check CLUB_NATS_URL and that the server runs"
-        )
-        raise UnreachableError(msg) from None
+    nc = await connect_within_budget(nats_url, "club-status")
     js = nc.jetstream()
 
     async def read() -> ChainStatus:

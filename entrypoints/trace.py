@@ -19,14 +19,14 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from adapters.nats.streams import connect
-from adapters.transient import TRANSIENT
-from entrypoints.bootstrap import Container, build
-from entrypoints.masking import masked
+from entrypoints.bootstrap import Container
+from entrypoints.operator_command import (
+    Unanswered,
+    connect_within_budget,
+    read_once,
+)
 from entrypoints.settings import Settings
 from entrypoints.trace_collect import as_json, collect
-
-CONNECT_BUDGET_S = 10.0  # an operator's look must answer, not wait for ever
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,29 +56,13 @@ def trace_id(raw: str) -> UUID:
         raise argparse.ArgumentTypeError(msg) from None
 
 
-class UnreachableError(Exception):
-    """A server did not answer; the message names the setting to check."""
-
-
 def trace_command(settings: Settings, args: argparse.Namespace) -> int:
     database_url, nats_url = settings.require_services()
-    container: Container | None = None
-    try:
-        container = build(database_url, pool_size=1)
-        shown = asyncio.run(_read(container, nats_url, args.id))
-    except UnreachableError as e:
-        sys.stderr.write(f"club trace: {e}\n")
+    shown = read_once(
+        "trace", database_url, lambda c: asyncio.run(_read(c, nats_url, args.id))
+    )
+    if isinstance(shown, Unanswered):
         return 1
-    except TRANSIENT as e:
-        first_line = masked(str(e)).strip().splitlines()[:1] or [type(e).__name__]
-        sys.stderr.write(
-            f"club trace: the database did not answer ({first_line[0]}); "
-            "check CLUB_DATABASE_URL and that PostgreSQL runs\n"
-        )
-        return 1
-    finally:
-        if container is not None:
-            container.close()
     if shown is None:
         sys.stderr.write(
             f"club trace: nothing is stored under {args.id}: no enrollment, "
@@ -95,16 +79,7 @@ def trace_command(settings: Settings, args: argparse.Namespace) -> int:
 async def _read(
     container: Container, nats_url: str, id_: UUID
 ) -> dict[str, Any] | None:
-    try:
-        nc = await asyncio.wait_for(
-            connect(nats_url, name="club-trace"), CONNECT_BUDGET_S
-        )
-    except TimeoutError:
-        msg = (
-            f"NATS at {masked(nats_url)} did not answer within "
-            f"{CONNECT_BUDGET_S:.0f} s; check CLUB_NATS_URL and that the server runs"
-        )
-        raise UnreachableError(msg) from None
+    nc = await connect_within_budget(nats_url, "club-trace")
     try:
         trace = await collect(container, nc.jetstream(), id_)
     finally:
