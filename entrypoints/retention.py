@@ -91,6 +91,12 @@ class Retention:
         return None
 
 
+# A century: within JetStream's max_age (int64 nanoseconds, ~292 years) and
+# Python's datetime arithmetic for the trim's cutoff.
+LONGEST_DAYS = 36_500
+LONGEST_S = LONGEST_DAYS * 86_400.0
+
+
 def duration(name: str, raw: str | None, default: float) -> float:
     """`7d`, `36h`, `90m`, `600s` (unset or empty: the default) in seconds."""
     if raw is None or raw.strip() == "":
@@ -105,6 +111,13 @@ def duration(name: str, raw: str | None, default: float) -> float:
     seconds = float(match[1]) * _UNITS[match[2]]
     if seconds <= 0:
         raise RetentionError(f"{name}={raw!r} must be longer than 0")
+    if seconds > LONGEST_S:
+        msg = (
+            f"{name}={raw!r} is longer than {LONGEST_DAYS}d, which the broker's "
+            f"max_age (nanoseconds in 64 bits) and a trim's cutoff cannot hold; "
+            f"write {LONGEST_DAYS}d or less"
+        )
+        raise RetentionError(msg)
     return seconds
 
 

@@ -40,6 +40,15 @@ def test_a_duration_without_a_unit_or_not_positive_is_refused(raw: str) -> None:
         duration("CLUB_STREAM_RETENTION", raw, 1.0)
 
 
+@pytest.mark.parametrize("raw", ["36501d", "99999999999999999999d", "876025h"])
+def test_a_duration_past_a_century_is_refused_before_it_overflows(raw: str) -> None:
+    """The broker keeps max_age as int64 nanoseconds and the trim subtracts it
+    from now: a huge retention would fail there, in a loop, not at start-up."""
+    with pytest.raises(RetentionError, match="36500d or less"):
+        duration("CLUB_STREAM_RETENTION", raw, 1.0)
+    assert duration("CLUB_STREAM_RETENTION", "36500d", 1.0) == 36_500 * DAY_S
+
+
 def test_an_inbox_shorter_than_the_redelivery_window_is_refused_naming_both() -> None:
     with pytest.raises(ConfigError) as refused:
         Settings.from_env(
