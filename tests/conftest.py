@@ -4,24 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hypothesis  # noqa: F401 - see below
 import pytest
-
-from adapters.embedded.nats import EmbeddedNats
-from adapters.nats.authorization import role_users
-from adapters.providers.email_http import HttpEmailProvider
-from entrypoints import bootstrap
-from tests import servers
-from tests.integration.sandbox_process import SandboxProcess
-from tests.stack import scratch_for
 
 # Imported early on purpose: when the first import of hypothesis happens in pytest's
 # terminal summary (a run without any hypothesis test), CPython 3.11.7's ast.parse
 # fails there with "AST constructor recursion depth mismatch".
 
+# The servers' modules (bootstrap, FastAPI, SQLAlchemy: seconds) are imported by the
+# fixtures that start them, not here: `make test-unit`'s xdist controller loads this
+# file before any worker starts, and it runs no test.
+if TYPE_CHECKING:
+    from adapters.embedded.nats import EmbeddedNats
+    from adapters.providers.email_http import HttpEmailProvider
+    from entrypoints import bootstrap
+    from tests.integration.sandbox_process import SandboxProcess
 
 TESTS = Path(__file__).parent
+UNIT_FOLDERS = ("unit", "contracts", "ports")  # the only folders with `unit` tests
 SERVER_FIXTURES = frozenset(
     {"postgres_server_url", "database_url", "nats", "nats_url", "migrated",
      "container", "container_for"}
@@ -33,7 +35,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     in tests/unit or tests/contracts that does need one counts as `integration`."""
     for item in items:
         layer = Path(str(item.path)).relative_to(TESTS).parts[0]
-        if layer in ("unit", "contracts", "ports"):
+        if layer in UNIT_FOLDERS:
             params = getattr(item, "callspec", None)
             needs_servers = bool(
                 SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
@@ -44,20 +46,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(layer)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`-m unit` does not import the server layers' modules only to deselect them."""
+    if config.option.markexpr != "unit" or collection_path.parent != TESTS:
+        return None
+    if collection_path.is_dir() and collection_path.name not in UNIT_FOLDERS:
+        return True
+    return None
+
+
 @pytest.fixture(scope="session")
 def postgres_server_url() -> Iterator[str]:
+    from tests import servers
+
     with servers.postgres_server() as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def database_url(postgres_server_url: str) -> Iterator[str]:
+    from tests import servers
+
     with servers.fresh_database(postgres_server_url) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def nats() -> Iterator[tuple[str, EmbeddedNats | None]]:
+    from tests import servers
+
     with servers.nats_server() as server:
         yield server
 
@@ -69,12 +86,16 @@ def nats_url(nats: tuple[str, EmbeddedNats | None]) -> str:
 
 @pytest.fixture(scope="module")
 def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
+    from entrypoints import bootstrap
+
     bootstrap.migrate(database_url, nats_url)
     return database_url, nats_url
 
 
 @pytest.fixture(scope="module")
 def container(migrated: tuple[str, str]) -> Iterator[bootstrap.Container]:
+    from entrypoints import bootstrap
+
     c = bootstrap.build(migrated[0], pool_size=5)
     yield c
     c.close()
@@ -83,6 +104,8 @@ def container(migrated: tuple[str, str]) -> Iterator[bootstrap.Container]:
 @pytest.fixture
 def container_for() -> Iterator[Callable[[str], bootstrap.Container]]:
     """Containers built on demand (e.g. after a server restart), closed at the end."""
+    from entrypoints import bootstrap
+
     built: list[bootstrap.Container] = []
 
     def build(url: str) -> bootstrap.Container:
@@ -98,6 +121,11 @@ def container_for() -> Iterator[Callable[[str], bootstrap.Container]]:
 def guarded_nats(request: pytest.FixtureRequest) -> Iterator[EmbeddedNats]:
     """A broker of this module's own that admits only Club's users, each with its
     own permissions, as `club up` and the compose cluster configure it."""
+    from adapters.embedded.nats import EmbeddedNats
+    from adapters.nats.authorization import role_users
+    from entrypoints import bootstrap
+    from tests.stack import scratch_for
+
     server = EmbeddedNats(
         scratch_for(request, "nats"),
         sync_always=False,
@@ -111,6 +139,9 @@ def guarded_nats(request: pytest.FixtureRequest) -> Iterator[EmbeddedNats]:
 @pytest.fixture(scope="module")
 def email_sandbox(request: pytest.FixtureRequest) -> Iterator[SandboxProcess]:
     """The e-mail sandbox as a process of this module's own, named after it."""
+    from tests.integration.sandbox_process import SandboxProcess
+    from tests.stack import scratch_for
+
     with SandboxProcess(scratch_for(request, "sandbox") / "data").running() as process:
         yield process
 
@@ -118,6 +149,8 @@ def email_sandbox(request: pytest.FixtureRequest) -> Iterator[SandboxProcess]:
 @pytest.fixture
 def email_provider(email_sandbox: SandboxProcess) -> Iterator[HttpEmailProvider]:
     """The HTTP e-mail client on the module's sandbox, its knobs at the defaults."""
+    from adapters.providers.email_http import HttpEmailProvider
+
     with email_sandbox.fresh_knobs():
         client = HttpEmailProvider(email_sandbox.url, read_timeout_s=2.0)
         yield client
