@@ -9,6 +9,7 @@ notification's slot. A new work class is one more entry in `WORK_CLASSES`.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from uuid import UUID
 
@@ -59,6 +60,9 @@ class WorkClass:
 NOTIFICATION_SLOTS = 8
 
 
+# Lessons whose facts (title, start) a notifications worker keeps: a few KiB.
+LESSON_FACTS_CACHED = 1024
+
 # The urgent work class: one e-mail per enrollment or purchase event that asks for one.
 NOTIFICATIONS = "notifications"
 
@@ -68,6 +72,10 @@ def notification_job(
 ) -> Job:
     """The notifications worker's job: the event in, the recorded outcome out."""
 
+    # A lesson's title and start are fixed when it is scheduled (no event changes
+    # them), so they are read once: loading the lesson copies its whole seat map,
+    # which made each e-mail of a big lesson dearer than the one before.
+    @functools.lru_cache(maxsize=LESSON_FACTS_CACHED)
     def lesson_facts(lesson_id: UUID) -> LessonFacts:
         lesson = container.app.get_lesson(lesson_id)
         return LessonFacts(title=lesson.title, starts_at=lesson.starts_at)

@@ -23,27 +23,64 @@ from application.notifications import (
     State,
 )
 
+# Built once: SQLAlchemy caches a statement's compiled form by the statement
+# object, so one rebuilt per call paid for its cache key every time.
+_OPEN = (
+    insert(table)
+    .values(
+        event_id=sa.bindparam("new_event_id"),
+        kind=sa.bindparam("new_kind"),
+        enrollment_id=sa.bindparam("new_enrollment_id"),
+        student_id=sa.bindparam("new_student_id"),
+        state=State.PENDING.value,
+    )
+    .on_conflict_do_nothing()
+    .returning(*table.c)
+)
+_FIND = sa.select(table).where(table.c.event_id == sa.bindparam("find_event_id"))
+# One statement for every state: a value not given keeps the column's.
+_MARK = (
+    sa.update(table)
+    .where(table.c.event_id == sa.bindparam("mark_event_id"))
+    .values(
+        state=sa.bindparam("new_state"),
+        updated_at=sa.func.now(),
+        attempts=sa.func.coalesce(
+            sa.bindparam("new_attempts", type_=sa.Integer), table.c.attempts
+        ),
+        last_error=sa.func.coalesce(
+            sa.bindparam("new_error", type_=sa.Text), table.c.last_error
+        ),
+        provider_id=sa.func.coalesce(
+            sa.bindparam("new_provider_id", type_=sa.Text), table.c.provider_id
+        ),
+        sent_at=sa.case(
+            (sa.bindparam("now_sent", type_=sa.Boolean), sa.func.now()),
+            else_=table.c.sent_at,
+        ),
+    )
+)
+
 
 class SqlNotificationStore:
     def __init__(self, engine: sa.Engine) -> None:
-        self._engine = engine
+        # Each write is one statement: in autocommit it is committed when it
+        # returns, without the BEGIN and COMMIT round trips of a transaction.
+        self._engine = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def open(self, request: NotificationRequest) -> Notification:
-        with self._engine.begin() as conn:
-            conn.execute(
-                insert(table)
-                .values(
-                    event_id=request.event_id,
-                    kind=request.kind.value,
-                    enrollment_id=request.enrollment_id,
-                    student_id=request.student_id,
-                    state=State.PENDING.value,
-                )
-                .on_conflict_do_nothing()
-            )
+        with self._engine.connect() as conn:
             row = conn.execute(
-                sa.select(table).where(table.c.event_id == request.event_id)
-            ).one()
+                _OPEN,
+                {
+                    "new_event_id": request.event_id,
+                    "new_kind": request.kind.value,
+                    "new_enrollment_id": request.enrollment_id,
+                    "new_student_id": request.student_id,
+                },
+            ).one_or_none()
+            if row is None:  # seen before: its row says how far it got
+                row = conn.execute(_FIND, {"find_event_id": request.event_id}).one()
         return _notification(row)
 
     def mark(
@@ -55,19 +92,21 @@ class SqlNotificationStore:
         error: str | None = None,
         provider_id: str | None = None,
     ) -> None:
-        values: dict[str, Any] = {"state": state.value, "updated_at": sa.func.now()}
-        if attempts is not None:
-            values["attempts"] = attempts
-        if error is not None:
-            values["last_error"] = one_line(error)
-        if provider_id is not None:
-            values["provider_id"] = one_line(provider_id)
         if state is State.SENT:
-            values["sent_at"] = sa.func.now()
             crash_point("worker.after_accept")  # accepted; the state not yet saved
-        with self._engine.begin() as conn:
+        with self._engine.connect() as conn:
             conn.execute(
-                sa.update(table).where(table.c.event_id == event_id).values(**values)
+                _MARK,
+                {
+                    "mark_event_id": event_id,
+                    "new_state": state.value,
+                    "new_attempts": attempts,
+                    "new_error": None if error is None else one_line(error),
+                    "new_provider_id": (
+                        None if provider_id is None else one_line(provider_id)
+                    ),
+                    "now_sent": state is State.SENT,
+                },
             )
 
     def for_enrollment(self, enrollment_id: UUID) -> Notification | None:
