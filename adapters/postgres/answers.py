@@ -16,6 +16,7 @@ from psycopg import Cursor
 from psycopg.types.json import Jsonb
 from sqlalchemy.dialects.postgresql import insert
 
+from adapters.postgres.database import reading
 from adapters.postgres.tables import request_answers as answers
 from application.idempotency import (
     Answer,
@@ -66,7 +67,7 @@ class SqlAnswerStore:
             return {}
         ids = sa.tuple_(answers.c.scope, answers.c.key)
         wanted = [sa.tuple_(r.scope, r.key) for r in requests]
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             rows = conn.execute(sa.select(answers).where(ids.in_(wanted)))
             return {(row.scope, row.key): _recorded(row) for row in rows}
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import select
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import psycopg
 import sqlalchemy as sa
 
 
@@ -57,14 +62,54 @@ def create_engine(
     )
     if options:
         connect_args["options"] = options
-    return sa.create_engine(
+    engine = sa.create_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
         pool_timeout=5,
         connect_args=connect_args,
     )
+    sa.event.listen(engine, "checkout", _ping_if_the_server_spoke(engine.dialect))
+    return engine
+
+
+@contextmanager
+def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A connection for one read statement, in autocommit: no BEGIN before it and
+    no ROLLBACK after it — one round trip where `engine.connect()` makes three."""
+    with engine.connect() as conn:
+        yield conn.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def server_spoke(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection has something to read: no round trip, one poll(2).
+
+    Between two requests the server says nothing, unless it is closing the
+    connection — a restart, pg_terminate_backend or an idle timeout sends its
+    FATAL message and then the end of the stream. The pre-ping this replaces was a
+    round trip before every checkout (docs/decisions/2026-11-30-no-pre-ping.md).
+    """
+    if conn.closed:
+        return True
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
+
+
+def _ping_if_the_server_spoke(dialect: sa.Dialect) -> Any:
+    """SQLAlchemy's checkout hook: the pre-ping only when the server spoke (a stray
+    NOTICE is harmless); a failed one replaces every pooled connection, as
+    `pool_pre_ping` did — after a restart they are all dead."""
+
+    def checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if not server_spoke(dbapi_connection):
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except Exception as error:
+            raise sa.exc.InvalidatePoolError(str(error)) from error
+
+    return checkout
 
 
 def _ms(seconds: float) -> int:
@@ -90,7 +135,9 @@ def eventsourcing_env(url: str, *, lock_timeout_s: int = 2) -> dict[str, str]:
         "POSTGRES_CONNECT_TIMEOUT": "5",
         "POSTGRES_POOL_SIZE": "10",
         "POSTGRES_MAX_OVERFLOW": "10",
-        "POSTGRES_PRE_PING": "y",
+        # No round trip before each checkout: ClubRecorder retries a read, and an
+        # insert that never reached COMMIT, once on a fresh connection.
+        "POSTGRES_PRE_PING": "n",
         "CREATE_TABLE": "n",  # `club migrate` creates tables, not every process
         # Lessons are read on every enrollment: keep them warm, catch up on read.
         "AGGREGATE_CACHE_MAXSIZE": "1000",

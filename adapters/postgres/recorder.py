@@ -4,9 +4,12 @@ The library retries every call ten times, and its pool checks stale connections
 one by one with a growing pause between them. After a restart every pooled
 connection is dead, so one read could wait most of a minute and the pool took
 longer still to come back. Here a connection error drops all stale connections
-at once; a read is then tried once more, an insert never (the caller — HTTP:
-503 + Retry-After — decides, and the Idempotency-Key recognises a commit whose
-reply was lost).
+at once; a read is then tried once more, and so is an insert whose connection was
+lost before its COMMIT was sent (nothing of it can have committed). An insert lost
+after that is not retried: the caller — HTTP: 503 + Retry-After — decides, and the
+Idempotency-Key recognises a commit whose reply was lost. The pool pings no
+connection before use (docs/decisions/2026-11-30-no-pre-ping.md): the first
+statement on a dead one fails at once, and is retried by these rules.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
+import psycopg
 from eventsourcing.persistence import (
     ApplicationRecorder,
     InterfaceError,
@@ -25,6 +29,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import Cursor
 from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Identifier
+from psycopg_pool import PoolTimeout
 
 from adapters.crash import crash_point
 from adapters.postgres.answers import insert_answers
@@ -40,18 +45,30 @@ def _single(method: Callable[..., Any]) -> Callable[..., Any]:
     return method.__wrapped__  # type: ignore[attr-defined,no-any-return]
 
 
+class _Progress:
+    """How far one attempt at an insert got: past this, a COMMIT may be sent."""
+
+    def __init__(self) -> None:
+        self.committing = False
+
+
 class ClubRecorder(PostgresApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        try:
-            ids: Sequence[int] | None = _single(_Base.insert_events)(
-                self, stored_events, **kwargs
-            )
-        except CONNECTION_LOST:
-            self._drop_stale_connections()
-            raise
-        return ids
+        for retry in (False, True):
+            progress = _Progress()
+            try:
+                ids: Sequence[int] | None = _single(_Base.insert_events)(
+                    self, stored_events, progress=progress, **kwargs
+                )
+            except CONNECTION_LOST as error:
+                self._drop_stale_connections()
+                if retry or progress.committing or not connection_lost(error):
+                    raise
+                continue
+            return ids
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def select_events(self, *args: Any, **kwargs: Any) -> Sequence[StoredEvent]:
         return self._read(_single(_Base.select_events), *args, **kwargs)
@@ -122,11 +139,36 @@ class ClubRecorder(PostgresApplicationRecorder):
         super()._insert_events(curs, stored_events, **kwargs)
 
     def _fetch_ids_after_insert_events(
-        self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any
+        self,
+        curs: Cursor[DictRow],
+        stored_events: Sequence[StoredEvent],
+        *,
+        progress: _Progress | None = None,
+        **kwargs: Any,
     ) -> Sequence[int] | None:
+        """The last step before the library sends COMMIT."""
+        if progress is not None:
+            progress.committing = True
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
         crash_point("api.before_commit")  # inserted, inside the open transaction
         return ids
+
+
+# The server ended the session (admin shutdown, crash, cannot connect now) or the
+# connection failed (class 08, or psycopg's own errors, which carry no SQLSTATE).
+# Not a statement or lock timeout (57014, 55P03): those reached a live server.
+_SESSION_ENDED = frozenset({"57P01", "57P02", "57P03"})
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Whether `error` (the library's, or psycopg's) means the connection is gone."""
+    cause = error.__cause__ if error.__cause__ is not None else error
+    if isinstance(cause, PoolTimeout):
+        return False  # no connection within the wait: trying again waits as long
+    if not isinstance(cause, psycopg.Error):
+        return False
+    state = cause.sqlstate
+    return state is None or state.startswith("08") or state in _SESSION_ENDED
 
 
 _NOTIFICATIONS_OF = """

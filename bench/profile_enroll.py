@@ -1,0 +1,455 @@
+"""One enrollment, step by step (issue #14): what `club api` does for one POST.
+
+    python -m bench.profile_enroll count [--variant V]
+        round trips (client turns on the wire, through a counting proxy), statements
+        and transactions (PostgreSQL's log_statement=all, %v) per enrollment
+    python -m bench.profile_enroll profile [--variant V] [--seconds 90] [--clients 4]
+        py-spy --gil on the API under a closed-loop load; each step's share
+    python -m bench.profile_enroll ab [--variants pre-ping,shipped] [--rounds 5]
+        API CPU per enrollment and the rate, variants interleaved, several rounds
+
+Every run starts its own servers (an embedded PostgreSQL, durable as shipped, and
+NATS); the API is `club api` in a process of its own, started through `serve` below
+so that a variant can change one thing in it. CPU per enrollment is the API
+process's own (psutil), so another engineer's load on the cores inflates it less
+than it does the rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import httpx
+import psutil
+import psycopg
+
+from adapters.embedded.nats import EmbeddedNats
+from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.embedded.process import free_port
+from adapters.embedded.readiness import wait_ready
+from adapters.embedded.scratch import fresh_database, scratch_dir
+from bench.common import new_lesson, students
+from bench.http import closed_loop
+from entrypoints import bootstrap
+from entrypoints.role_env import role_env
+
+# --- variants: one change inside the API process ------------------------------------
+
+
+def _pre_ping() -> None:
+    """Session 4's connections: a round trip before every checkout, both pools."""
+    from adapters.postgres import database  # noqa: PLC0415 - patched before use
+
+    shipped_engine, shipped_env = database.create_engine, database.eventsourcing_env
+
+    def create_engine(url: str, **kwargs: Any) -> Any:
+        engine = shipped_engine(url, **kwargs)
+        engine.pool._pre_ping = True
+        return engine
+
+    def eventsourcing_env(url: str, **kwargs: Any) -> dict[str, str]:
+        return shipped_env(url, **kwargs) | {"POSTGRES_PRE_PING": "y"}
+
+    database.create_engine = create_engine  # type: ignore[assignment]
+    database.eventsourcing_env = eventsourcing_env
+
+
+VARIANTS: dict[str, Callable[[], None]] = {
+    "shipped": lambda: None,
+    "pre-ping": _pre_ping,
+}
+
+
+def serve(variant: str) -> None:
+    VARIANTS[variant]()
+    from entrypoints.cli import main  # noqa: PLC0415 - after the variant's change
+
+    sys.exit(main(["api"]))
+
+
+# --- servers and the API ------------------------------------------------------------
+
+
+@contextmanager
+def servers() -> Iterator[tuple[EmbeddedPostgres, str, str]]:
+    root = scratch_dir("club-profile-enroll-")
+    pg, nats = EmbeddedPostgres(root / "pg"), EmbeddedNats(root / "nats")
+    pg.start()
+    nats.start()
+    try:
+        with fresh_database(pg.url) as url:
+            bootstrap.migrate(url, nats.url)
+            yield pg, url, nats.url
+    finally:
+        pg.stop()
+        nats.stop()
+
+
+@contextmanager
+def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, int]]:
+    """`club api` (one process) with `variant`; yields its base URL and pid.
+    `tree=PATH`: the code of another work tree (`git worktree add PATH COMMIT`)."""
+    port = free_port()
+    env = role_env(database_url, nats_url, CLUB_HTTP_PORT=str(port))
+    argv = [sys.executable, "-m", "bench.profile_enroll", "serve", variant]
+    cwd = None
+    if variant.startswith("tree="):
+        cwd = variant.removeprefix("tree=")
+        argv = [sys.executable, "-m", "entrypoints.cli", "api"]
+        env["PYTHONPATH"] = cwd
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(base, 60, process=proc)
+        yield base, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def load(container: bootstrap.Container, base: str, clients: int, count: int) -> int:
+    """`count` enrollments by `clients` closed-loop clients, each into its lesson."""
+    per_client = count // clients
+    lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
+    return closed_loop(base, lessons, students(container, per_client * clients))
+
+
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+# --- count: round trips, statements, transactions ---------------------------------
+
+DELAY_S = 0.02
+
+
+class CountingProxy:
+    """TCP between the API and PostgreSQL; a turn is a client write after the
+    server spoke (or the first): a round trip, however many messages it carries."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self.turns = 0
+        self.connections = 0
+        self.delay = 0.0  # seconds added to each client -> server chunk, not serially
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, daemon=True).start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(5)
+
+    async def _start(self) -> None:
+        await asyncio.start_server(self._pair, "127.0.0.1", self.port)
+
+    async def _pair(self, c_read: Any, c_write: Any) -> None:
+        s_read, s_write = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.connections += 1
+        last = ["down"]
+
+        async def pump(read: Any, write: Any, direction: str) -> None:
+            while data := await read.read(65536):
+                if direction == "up" and last[0] != "up":
+                    self.turns += 1
+                last[0] = direction
+                if direction == "up" and self.delay:
+                    # Forwarded `delay` after it came: pipelined chunks overlap, so
+                    # only a wait for the reply adds `delay` to the request.
+                    self._loop.call_later(self.delay, write.write, data)
+                else:
+                    write.write(data)
+                    await write.drain()
+            self._loop.call_later(self.delay, write.close)
+
+        await asyncio.gather(
+            pump(c_read, s_write, "up"),
+            pump(s_read, c_write, "down"),
+            return_exceptions=True,
+        )
+
+
+_LINE = re.compile(r"^\S+ \S+ \S+\|(?P<pid>\d+)\|(?P<vxid>[^|]*)\|(?P<db>[^|]*)\|")
+_STATEMENT = re.compile(r"LOG:  (?:statement|execute [^:]*): (?P<sql>.*)$")
+
+
+def statements_between(log: Path, database: str, begin: str, end: str) -> list[tuple]:
+    """(pid, vxid, sql) of every statement logged for `database` between the lines
+    that carry the markers `begin` and `end`, markers excluded."""
+    rows, inside = [], False
+    for line in log.read_text(errors="replace").splitlines():
+        head, statement = _LINE.match(line), _STATEMENT.search(line)
+        if head is None or statement is None or head["db"] != database:
+            continue
+        if begin in line or end in line:
+            inside = begin in line
+            continue
+        if inside:
+            rows.append((head["pid"], head["vxid"], statement["sql"].strip()))
+    return rows
+
+
+def count(variant: str, enrollments: int) -> dict[str, Any]:
+    with servers() as (pg, url, nats_url):
+        with psycopg.connect(pg.url, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET log_statement = 'all'")
+            conn.execute("ALTER SYSTEM SET log_line_prefix = '%m|%p|%v|%d|'")
+            conn.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)
+        proxy = CountingProxy(pg.port)
+        proxied = url.replace(f":{pg.port}/", f":{proxy.port}/")
+        container = bootstrap.build(url, pool_size=2)
+        database = url.rsplit("/", 1)[1]
+        with api(proxied, nats_url, variant) as (base, _):
+            load(container, base, 1, 20)  # warm: pools full, lesson cached
+            lesson = new_lesson(container.app, enrollments)
+            who = students(container, enrollments)
+            with psycopg.connect(url, autocommit=True) as marker:
+                marker.execute("SELECT 'club-count-begin'")
+                turns, opened = proxy.turns, proxy.connections
+                plain = timed_posts(base, lesson, who)
+                turns, opened = proxy.turns - turns, proxy.connections - opened
+                marker.execute("SELECT 'club-count-end'")
+            lesson = new_lesson(container.app, enrollments)
+            proxy.delay = DELAY_S
+            delayed = timed_posts(base, lesson, students(container, enrollments))
+        container.close()
+        time.sleep(0.5)
+        rows = statements_between(
+            pg.log, database, "club-count-begin", "club-count-end"
+        )
+    kinds = collections.Counter(_kind(sql) for _, _, sql in rows)
+    vxids = {(pid, vxid) for pid, vxid, _ in rows}
+    return {
+        "variant": variant,
+        "enrollments": enrollments,
+        "client turns on the wire per enrollment": turns / enrollments,
+        f"waits for a reply per enrollment (latency added by {DELAY_S * 1000:g} ms"
+        " per client write, medians)": (
+            statistics.median(delayed) - statistics.median(plain)
+        )
+        / DELAY_S,
+        "latency without the delay, median ms": 1000 * statistics.median(plain),
+        "new connections": opened,
+        "statements per enrollment": len(rows) / enrollments,
+        "transactions per enrollment (distinct %v)": len(vxids) / enrollments,
+        "statements by kind, per enrollment": {
+            k: v / enrollments for k, v in kinds.most_common()
+        },
+        "one enrollment": _one_enrollment(rows, enrollments),
+    }
+
+
+def timed_posts(base: str, lesson: Any, who: list[str]) -> list[float]:
+    """One client, one enrollment after another: each one's seconds."""
+    seconds = []
+    with httpx.Client(base_url=base, timeout=30) as http:
+        for student_id in who:
+            began = time.perf_counter()
+            response = http.post(
+                f"/lessons/{lesson}/enrollments",
+                json={"student_id": student_id},
+                headers={"Idempotency-Key": str(uuid4())},
+            )
+            seconds.append(time.perf_counter() - began)
+            assert response.status_code == 201, response.text
+    return seconds
+
+
+def _kind(sql: str) -> str:
+    sql = re.sub(r"\s+", " ", sql)
+    if not sql:
+        return "(empty query: psycopg_pool's check)"
+    return sql[:90]
+
+
+def _one_enrollment(rows: list[tuple], enrollments: int) -> list[str]:
+    """The statements of the middle enrollment, in order, with their transaction."""
+    per = len(rows) // enrollments
+    middle = rows[per * (enrollments // 2) : per * (enrollments // 2 + 1)]
+    return [f"{pid} {vxid:>10}  {_kind(sql)}" for pid, vxid, sql in middle]
+
+
+# --- profile: each step's share -----------------------------------------------------
+
+# Innermost match wins: the first of these found walking a stack from its leaf.
+# A frame reads "Class.function (path/file.py:line)"; patterns see "function file.py".
+STEPS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("pre-ping", r"^(do_ping|_do_ping_w_event|check_connection) "),
+        ("idempotency: find the key's answer", r"^find answers\.py"),
+        ("idempotency: record an answer alone", r"^record answers\.py"),
+        ("student lookup", r"^(get students\.py|_check_student )"),
+        ("save (events + answers, one transaction)", r"^save application\.py"),
+        ("lesson read (cache fast-forward)", r"^(get_lesson|_find_enrollment) "),
+        ("decide (domain)", r"^_decide_group "),
+        ("group commit", r"^(submit|_lead_pending|_lead) group_commit\.py"),
+        ("answer: response + stored form", r"^(created|answer_for|_answer) "),
+        ("request key and reply", r"^run_once "),
+        ("route: parse the command", r"^post_enrollment "),
+        ("logging", r"^\S+ (structlog|logging)/"),
+        ("HTTP stack (uvicorn, Starlette, FastAPI, middleware)", r"."),
+    )
+)
+_FRAME = re.compile(r"^(?:[\w<>]+\.)*(?P<function>[\w<>]+) \((?P<path>[^:]*)")
+
+
+def shares(folded: Path) -> dict[str, float]:
+    """py-spy's raw output (`frame;frame;... count`, root first) -> % per step."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in folded.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        counts[_step(stack.split(";")[::-1])] += int(n)
+    total = sum(counts.values()) or 1
+    return {step: round(100 * n / total, 1) for step, n in counts.most_common()} | {
+        "samples": total
+    }
+
+
+def _step(frames: list[str]) -> str:
+    for frame in frames:
+        match = _FRAME.match(frame)
+        if match is None:
+            continue
+        path = match["path"]
+        short = f"{match['function']} {path.rsplit('/', 1)[-1]}"
+        long = f"{match['function']} {path}"
+        for name, pattern in STEPS[:-1]:
+            if pattern.search(short) or pattern.search(long):
+                return name
+    return STEPS[-1][0]
+
+
+def profile(variant: str, seconds: float, clients: int, out: Path) -> dict[str, Any]:
+    spy = Path(sys.executable).parent / "py-spy"
+    with servers() as (_, url, nats_url):
+        container = bootstrap.build(url, pool_size=2)
+        with api(url, nats_url, variant) as (base, pid):
+            load(container, base, clients, 200)  # warm
+            done, stop = [0], threading.Event()
+
+            def drive() -> None:
+                while not stop.is_set():
+                    done[0] += load(container, base, clients, 100 * clients)
+
+            cpu = cpu_seconds(pid)
+            driver = threading.Thread(target=drive)
+            driver.start()
+            subprocess.run(
+                [str(spy), "record", "--gil", "-r", "200", "-d", str(int(seconds)),
+                 "-f", "raw", "-o", str(out), "-p", str(pid)],
+                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            stop.set()
+            driver.join()
+            cpu = cpu_seconds(pid) - cpu
+        container.close()
+    return {
+        "variant": variant,
+        "enrollments": done[0],
+        "API CPU per enrollment, ms (under py-spy)": 1000 * cpu / done[0],
+        "shares %": shares(out),
+        "folded stacks": str(out),
+    }
+
+
+# --- ab: API CPU per enrollment, interleaved ----------------------------------------
+
+
+def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str, Any]:
+    cpu: dict[str, list[float]] = {v: [] for v in variants}
+    rate: dict[str, list[float]] = {v: [] for v in variants}
+    loads: list[float] = []
+    with servers() as (_, url, nats_url):
+        container = bootstrap.build(url, pool_size=2)
+        for _ in range(rounds):
+            for variant in variants:
+                with api(url, nats_url, variant) as (base, pid):
+                    load(container, base, clients, 200)  # warm
+                    before, start = cpu_seconds(pid), time.perf_counter()
+                    n = load(container, base, clients, count_)
+                    elapsed = time.perf_counter() - start
+                    cpu[variant].append(1000 * (cpu_seconds(pid) - before) / n)
+                    rate[variant].append(n / elapsed)
+                    loads.append(os.getloadavg()[0])
+        container.close()
+    return {
+        "clients": clients,
+        "enrollments per round": count_,
+        "load average (1 min) during the rounds": [round(x, 1) for x in loads],
+        **{
+            variant: {
+                "API CPU per enrollment, ms": _spread(cpu[variant]),
+                "enrollments/s": _spread(rate[variant]),
+            }
+            for variant in variants
+        },
+    }
+
+
+def _spread(values: list[float]) -> str:
+    rounded = ", ".join(f"{v:.2f}" for v in values)
+    return f"median {statistics.median(values):.2f} ({rounded})"
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.profile_enroll")
+    sub = parser.add_subparsers(dest="what", required=True)
+    sub.add_parser("serve").add_argument("variant", choices=VARIANTS)
+    c = sub.add_parser("count")
+    c.add_argument("--variant", default="shipped")
+    c.add_argument("--enrollments", type=int, default=50)
+    p = sub.add_parser("profile")
+    p.add_argument("--variant", default="shipped")
+    p.add_argument("--seconds", type=float, default=90)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--out", type=Path, help="py-spy's stacks (default: a temp file)")
+    a = sub.add_parser("ab")
+    a.add_argument("--variants", default="pre-ping,shipped")
+    a.add_argument("--rounds", type=int, default=5)
+    a.add_argument("--clients", type=int, default=4)
+    a.add_argument("--enrollments", type=int, default=800)
+    args = parser.parse_args(argv)
+    if args.what == "serve":
+        serve(args.variant)
+    if args.what == "count":
+        result = count(args.variant, args.enrollments)
+    elif args.what == "profile":
+        out = args.out or Path(tempfile.mkdtemp(prefix="club-profile-")) / "stacks.txt"
+        result = profile(args.variant, args.seconds, args.clients, out)
+    else:
+        variants = args.variants.split(",")
+        result = ab(variants, args.rounds, args.clients, args.enrollments)
+    _print(result)
+
+
+def _print(value: object, indent: str = "") -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                print(f"{indent}{key}:")
+                _print(item, indent + "  ")
+            else:
+                print(f"{indent}{key}: {item:.2f}" if isinstance(item, float)
+                      else f"{indent}{key}: {item}")  # fmt: skip
+    elif isinstance(value, list):
+        for item in value:
+            print(f"{indent}{item}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
