@@ -97,7 +97,7 @@ def test_one_pass_writes_json_dumps_bytes_for_any_version(
     event: PublishedEvent, occurred_at: datetime
 ) -> None:
     """Every version in one run; each version's own 150 examples are in
-    tests/properties/test_published_versions.py (make test, not make test-unit)."""
+    tests/properties/test_published_language.py (make test, not make test-unit)."""
     assert_one_pass_bytes(event, occurred_at)
 
 

@@ -85,7 +85,7 @@ def assert_round_trips(event) -> None:
 @given(event=st.sampled_from(EVERY_VERSION).flatmap(built))
 def test_any_version_round_trips(event) -> None:
     """Every version in one run; each version's own 100 examples are in
-    tests/properties/test_published_versions.py (make test, not make test-unit)."""
+    tests/properties/test_published_language.py (make test, not make test-unit)."""
     assert_round_trips(event)
 
 

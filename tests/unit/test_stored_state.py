@@ -204,9 +204,11 @@ def domain_events(draw: st.DrawFn) -> Any:
     return event
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(event=domain_events())
 def test_any_stored_event_maps_the_same(mapper: Mapper[UUID], event: Any) -> None:
+    """Hypothesis's 100 examples; 300 in tests/properties/test_published_language.py
+    (make test, not make test-unit)."""
     assert_same(mapper, notification(event, mapper))
 
 
