@@ -33,15 +33,11 @@ _INSERT = (
 
 
 def insert_answers(curs: Cursor[Any], rows: Sequence[tuple[Request, Answer]]) -> None:
-    """Inside the events' transaction. No ON CONFLICT: a key answered meanwhile by a
-    racing attempt must fail this transaction, events and all — as an
-    IntegrityError raised here (the sync), not as a "pipeline aborted" later."""
-    with curs.connection.pipeline() as pipeline:
-        _insert(curs, rows)
-        pipeline.sync()
-
-
-def _insert(curs: Cursor[Any], rows: Sequence[tuple[Request, Answer]]) -> None:
+    """Inside the events' transaction, in its pipeline. No ON CONFLICT: a key
+    answered meanwhile by a racing attempt must fail this transaction, events and
+    all; the pipeline's Sync raises it, as the first error (an IntegrityError)."""
+    if not rows:
+        return
     curs.executemany(
         _INSERT,
         [

@@ -10,10 +10,15 @@ after that is not retried: the caller — HTTP: 503 + Retry-After — decides, a
 Idempotency-Key recognises a commit whose reply was lost. The pool pings no
 connection before use (docs/decisions/2026-11-30-no-pre-ping.md): the first
 statement on a dead one fails at once, and is retried by these rules.
+
+An insert is one round trip: BEGIN, the answers, the table lock, the events and
+COMMIT go out together and are read back after one Sync (the library's syncs after
+the answers, after the events and around its COMMIT: six round trips).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
@@ -26,8 +31,9 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
-from psycopg import Cursor
-from psycopg.rows import DictRow, tuple_row
+from psycopg import Connection
+from psycopg.pq import TransactionStatus
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 from psycopg_pool import PoolTimeout
 
@@ -59,8 +65,8 @@ class ClubRecorder(PostgresApplicationRecorder):
         for retry in (False, True):
             progress = _Progress()
             try:
-                ids: Sequence[int] | None = _single(_Base.insert_events)(
-                    self, stored_events, progress=progress, **kwargs
+                ids = self._insert_in_one_round_trip(
+                    stored_events, progress=progress, **kwargs
                 )
             except CONNECTION_LOST as error:
                 self._drop_stale_connections()
@@ -125,33 +131,52 @@ class ClubRecorder(PostgresApplicationRecorder):
     def _drop_stale_connections(self) -> None:
         self.datastore.pool.check()
 
-    def _insert_events(
+    def _insert_in_one_round_trip(
         self,
-        curs: Cursor[DictRow],
         stored_events: Sequence[StoredEvent],
         *,
+        progress: _Progress,
         answers: Sequence[tuple[Request, Answer]] = (),
-        **kwargs: Any,
-    ) -> None:
-        """`save(..., answers=...)`: the requests' answers commit with their events."""
-        if answers:
-            insert_answers(curs, answers)
-        super()._insert_events(curs, stored_events, **kwargs)
+        **_: Any,  # `tracking`: an application recorder keeps none (the library's)
+    ) -> Sequence[int]:
+        """The requests' answers (`save(..., answers=...)`) commit with the events.
+        A failing statement makes the server skip the rest up to the Sync, COMMIT
+        included; the first error is raised (a key answered meanwhile by a racing
+        attempt, or a version taken: IntegrityError)."""
+        rows = [
+            self.construct_pg_stored_event(
+                event.originator_id, event.originator_version, event.topic, event.state
+            )
+            for event in stored_events
+        ]
+        with (
+            self.datastore.get_connection() as conn,
+            conn.cursor() as curs,
+            conn.cursor() as inserted,
+        ):
+            try:
+                with conn.pipeline():  # its end sends the one Sync and reads back
+                    curs.execute("BEGIN", prepare=True)
+                    insert_answers(curs, answers)
+                    self._lock_table(curs)
+                    self._notify_channel(curs)
+                    statement = self.insert_events_statement
+                    inserted.execute(statement, (rows,), prepare=True)
+                    crash_point("api.before_commit")  # sent, not committed
+                    progress.committing = True
+                    curs.execute("COMMIT", prepare=True)
+            except psycopg.Error:
+                _roll_back(conn)
+                raise
+            return [row["notification_id"] for row in inserted.fetchall()]
 
-    def _fetch_ids_after_insert_events(
-        self,
-        curs: Cursor[DictRow],
-        stored_events: Sequence[StoredEvent],
-        *,
-        progress: _Progress | None = None,
-        **kwargs: Any,
-    ) -> Sequence[int] | None:
-        """The last step before the library sends COMMIT."""
-        if progress is not None:
-            progress.committing = True
-        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-        crash_point("api.before_commit")  # inserted, inside the open transaction
-        return ids
+
+def _roll_back(conn: Connection[Any]) -> None:
+    """A failed statement left the transaction open, aborted (a lost connection
+    left nothing to roll back: the pool drops it)."""
+    if conn.info.transaction_status == TransactionStatus.INERROR:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
 
 
 # The server ended the session (admin shutdown, crash, cannot connect now) or the
