@@ -8,6 +8,7 @@ by the published event, and every step leaves a recorded state behind it:
                        -> failed   (refused for now; a retry is scheduled)
                        -> dead-lettered (refused for good, or out of attempts)
 
+(The common first sight skips `pending`: its row is written `sending` at once.)
 `sending` is committed *before* the provider is called, so a worker killed between
 the call and the next commit leaves a row that says "the outcome is not known": the
 next delivery looks the key up at the provider before it sends (never a blind
@@ -96,6 +97,12 @@ class LessonFacts:
 class NotificationStore(Protocol):
     def open(self, request: NotificationRequest) -> Notification:
         """The notification's row, created `pending` on first sight."""
+        ...
+
+    def open_sending(self, request: NotificationRequest) -> bool:
+        """A first sight's row, created already `sending` at attempt 1 (committed
+        when this returns): True. False, and nothing changed, when the
+        notification was seen before."""
         ...
 
     def mark(
@@ -236,6 +243,11 @@ class Notifier:
             request.enrollment_id
         ):
             return Done()  # a bought seat: its access-granted e-mail says it all
+        first = self._send_first(request)
+        return first if first is not None else self._follow_up(request)
+
+    def _follow_up(self, request: NotificationRequest) -> Outcome:
+        """A notification seen before: its row says how far it got."""
         found = self._store.open(request)
         if found.state is State.SENT:
             return Done()  # a redelivery after the commit, before the ack
@@ -282,6 +294,18 @@ class Notifier:
             return GiveUp(reason)
         return None
 
+    def _send_first(self, request: NotificationRequest) -> Outcome | None:
+        """The common case in one write fewer: a notification never seen before
+        is created `sending` by the write that records it. None: it was seen
+        before, or has nobody to write to; the general path decides."""
+        profile = self._students.get(request.student_id)
+        if profile is None:
+            return None
+        message = self._compose(request, profile)
+        if not self._store.open_sending(request):
+            return None
+        return self._call(request, message, profile, attempt=1)
+
     def _send(self, request: NotificationRequest, attempt: int) -> Outcome:
         event_id = request.event_id
         profile = self._students.get(request.student_id)
@@ -289,10 +313,25 @@ class Notifier:
             reason = f"student {request.student_id} has no profile to write to"
             self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
             return GiveUp(reason)
-        message = compose(
-            request, self._lessons(request.lesson_id), profile.email, profile.name
-        )
+        message = self._compose(request, profile)
         self._store.mark(event_id, State.SENDING, attempts=attempt)
+        return self._call(request, message, profile, attempt)
+
+    def _compose(
+        self, request: NotificationRequest, profile: StudentProfile
+    ) -> OutgoingEmail:
+        lesson = self._lessons(request.lesson_id)
+        return compose(request, lesson, profile.email, profile.name)
+
+    def _call(
+        self,
+        request: NotificationRequest,
+        message: OutgoingEmail,
+        profile: StudentProfile,
+        attempt: int,
+    ) -> Outcome:
+        """`sending` is committed: call the provider, record what it said."""
+        event_id = request.event_id
         try:
             result = self._provider.send(message, provider_key(event_id))
         except PermanentSendError as error:

@@ -25,6 +25,18 @@ class InMemoryNotificationStore:
             ),
         )
 
+    def open_sending(self, request: NotificationRequest) -> bool:
+        if request.event_id in self.rows:
+            return False
+        self.rows[request.event_id] = Notification(
+            event_id=request.event_id,
+            kind=request.kind,
+            enrollment_id=request.enrollment_id,
+            state=State.SENDING,
+            attempts=1,
+        )
+        return True
+
     def mark(
         self,
         event_id: UUID,

@@ -37,6 +37,19 @@ _OPEN = (
     .on_conflict_do_nothing()
     .returning(*table.c)
 )
+_OPEN_SENDING = (
+    insert(table)
+    .values(
+        event_id=sa.bindparam("new_event_id"),
+        kind=sa.bindparam("new_kind"),
+        enrollment_id=sa.bindparam("new_enrollment_id"),
+        student_id=sa.bindparam("new_student_id"),
+        state=State.SENDING.value,
+        attempts=1,
+    )
+    .on_conflict_do_nothing()
+    .returning(table.c.event_id)
+)
 _FIND = sa.select(table).where(table.c.event_id == sa.bindparam("find_event_id"))
 # One statement for every state: a value not given keeps the column's.
 _MARK = (
@@ -70,18 +83,15 @@ class SqlNotificationStore:
 
     def open(self, request: NotificationRequest) -> Notification:
         with self._engine.connect() as conn:
-            row = conn.execute(
-                _OPEN,
-                {
-                    "new_event_id": request.event_id,
-                    "new_kind": request.kind.value,
-                    "new_enrollment_id": request.enrollment_id,
-                    "new_student_id": request.student_id,
-                },
-            ).one_or_none()
+            row = conn.execute(_OPEN, _new_row(request)).one_or_none()
             if row is None:  # seen before: its row says how far it got
                 row = conn.execute(_FIND, {"find_event_id": request.event_id}).one()
         return _notification(row)
+
+    def open_sending(self, request: NotificationRequest) -> bool:
+        with self._engine.connect() as conn:
+            created = conn.execute(_OPEN_SENDING, _new_row(request)).one_or_none()
+        return created is not None
 
     def mark(
         self,
@@ -119,6 +129,15 @@ class SqlNotificationStore:
                 .limit(1)
             ).one_or_none()
         return None if row is None else _notification(row)
+
+
+def _new_row(request: NotificationRequest) -> dict[str, object]:
+    return {
+        "new_event_id": request.event_id,
+        "new_kind": request.kind.value,
+        "new_enrollment_id": request.enrollment_id,
+        "new_student_id": request.student_id,
+    }
 
 
 def _notification(row: sa.Row[Any]) -> Notification:

@@ -16,12 +16,19 @@ from adapters.postgres.inbox import (
     apply_batch,
     apply_isolated,
 )
+from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.students import SqlStudentDirectory
-from adapters.postgres.tables import consumer_positions, request_answers, students
+from adapters.postgres.tables import (
+    consumer_positions,
+    notifications,
+    request_answers,
+    students,
+)
 from application.contracts.envelope import Envelope
 from entrypoints.bootstrap import Container
 from tests.ports.answer_store import AnswerStoreContract
 from tests.ports.inbox import EffectFailedError, InboxContract
+from tests.ports.notification_store import NotificationStoreContract
 from tests.ports.student_directory import StudentDirectoryContract
 
 
@@ -41,6 +48,12 @@ class TestSqlAnswerStore(AnswerStoreContract):
     @pytest.fixture
     def store(self, container) -> SqlAnswerStore:
         return SqlAnswerStore(_emptied(container.engine, request_answers))
+
+
+class TestSqlNotificationStore(NotificationStoreContract):
+    @pytest.fixture
+    def store(self, container) -> SqlNotificationStore:
+        return SqlNotificationStore(_emptied(container.engine, notifications))
 
 
 class SqlInbox:
