@@ -6,7 +6,6 @@ import time
 from datetime import UTC, datetime
 from uuid import uuid4
 
-from adapters.postgres.rebuild import Rebuild
 from domain.enrollment import Enrollment
 from domain.lesson import Lesson
 from entrypoints import bootstrap
@@ -47,15 +46,7 @@ def load_notifications(container: bootstrap.Container, notifications: int) -> No
 
 
 def rebuild_rate(container: bootstrap.Container) -> float:
-    rebuild = Rebuild(
-        engine=container.engine,
-        recorder=container.app.recorder,
-        mapper=container.app.mapper,
-        name=statistics.NAME,
-        metadata=statistics.metadata,
-        apply=statistics.apply,
-    )
-    return rebuild.run().rate
+    return bootstrap.build_rebuild(container, statistics.NAME).run().rate
 
 
 def raw_read_rate(container: bootstrap.Container) -> float:
