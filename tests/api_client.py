@@ -95,20 +95,20 @@ class ClubClient:
         self, lesson_id: str, student_id: str, key: str | None = None
     ) -> httpx.Response:
         """One purchase request (a held seat); a fresh Idempotency-Key unless given."""
-        return self.request(
-            "POST",
-            f"/lessons/{lesson_id}/purchases",
-            json={"student_id": student_id},
-            headers={"Idempotency-Key": key or uuid4().hex},
-        )
+        return self._for_student(f"/lessons/{lesson_id}/purchases", student_id, key)
 
     def enroll(
         self, lesson_id: str, student_id: str, key: str | None = None
     ) -> httpx.Response:
         """One enrollment request; a fresh Idempotency-Key unless one is given."""
+        return self._for_student(f"/lessons/{lesson_id}/enrollments", student_id, key)
+
+    def _for_student(
+        self, path: str, student_id: str, key: str | None
+    ) -> httpx.Response:
         return self.request(
             "POST",
-            f"/lessons/{lesson_id}/enrollments",
+            path,
             json={"student_id": student_id},
             headers={"Idempotency-Key": key or str(uuid4())},
         )

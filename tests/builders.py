@@ -3,9 +3,13 @@ the few shapes only tests need. HTTP tests build through `tests.api_client`."""
 
 from __future__ import annotations
 
-from uuid import UUID
+from datetime import UTC, datetime
+from uuid import UUID, uuid4
 
+from application.club import ClubApplication
 from application.commands import EnrollStudent
+from application.exports import RequestExport, request_export
+from domain.export import Export
 from domain.student import StudentProfile
 from entrypoints.demo import (
     enroll_all,
@@ -17,6 +21,7 @@ from entrypoints.demo import (
 __all__ = [
     "enroll_all",
     "enroll_command",
+    "export_requested",
     "lesson_with_enrollments",
     "profile",
     "register_students",
@@ -33,3 +38,17 @@ def profile(student_id: str, name: str = "Ann") -> StudentProfile:
 
 def enroll_command(lesson_id: UUID, student_id: str, key: str) -> EnrollStudent:
     return EnrollStudent(lesson_id=lesson_id, student_id=student_id, request_id=key)
+
+
+def export_requested(
+    app: ClubApplication, lesson_id: UUID, requested_at: datetime | None = None
+) -> Export:
+    """A roster export asked for through the use case: now, unless `requested_at`."""
+    return request_export(
+        app,
+        RequestExport(
+            export_id=uuid4(),
+            lesson_id=lesson_id,
+            requested_at=requested_at or datetime.now(UTC),
+        ),
+    )

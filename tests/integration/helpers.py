@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from adapters.nats.relay import Relay
 from adapters.nats.relay_drain import relay_all
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
+from adapters.nats.worker import Job, RateLimit, Worker
+from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.tables import notifications
 from application.contracts.envelope import Envelope
 from application.contracts.mapping import published_envelopes
+from application.dlq_owners import DlqOwners
+from entrypoints import work_classes
 from entrypoints.bootstrap import Container, build_relay
 from entrypoints.demo import lesson_with_enrollments
+from entrypoints.exports_wiring import exports_dir
+from entrypoints.problems import install_error_handlers
+from entrypoints.routes import operations
 from entrypoints.settings import Settings
 
 # One copy: the package's, re-exported for the tests that import them from here.
@@ -54,6 +65,53 @@ def make_relay(
         {"CLUB_DATABASE_URL": url, "CLUB_NATS_URL": UNUSED_NATS_URL}
     )
     return build_relay(settings, container, js, **tuning)
+
+
+def worker_for(
+    container: Container,
+    js: JetStreamContext,
+    job: Job,
+    *,
+    name: str = work_classes.NOTIFICATIONS,
+    owners: DlqOwners | None = None,
+    concurrency: int = 4,
+    rate: RateLimit | None = None,
+) -> Worker:
+    """A worker on the test's connection: the notifications durable unless another
+    is named, its dead letters' owner by `owners` (the default rules unless given)."""
+    return Worker(
+        name=name,
+        js=js,
+        job=job,
+        owner=(owners or DlqOwners()).for_consumer(name),
+        failures=FirstFailures(container.engine),
+        concurrency=concurrency,
+        rate=rate,
+    )
+
+
+@asynccontextmanager
+async def working(worker: Worker) -> AsyncIterator[None]:
+    """The worker runs in a task of this event loop until the block ends."""
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 10)
+
+
+@contextmanager
+def operations_api(container: Container, data_dir: Path) -> Iterator[TestClient]:
+    """The API's /operations routes on the test's container and export files."""
+    app = FastAPI()
+    app.include_router(operations.router)
+    app.state.container = container
+    app.state.exports_dir = exports_dir(data_dir)
+    install_error_handlers(app)
+    with TestClient(app) as client:
+        yield client
 
 
 def published(container: Container) -> list[Envelope]:

@@ -12,11 +12,9 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 from adapters.nats.streams import EVENTS_STREAM
-from adapters.nats.worker import RateLimit, Worker
-from adapters.postgres.first_failures import FirstFailures
+from adapters.nats.worker import RateLimit
 from adapters.providers.email_http import HttpEmailProvider
 from application.commands import EnrollStudent, ScheduleLesson
-from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
 from domain.student import StudentProfile
 from entrypoints import work_classes
@@ -26,6 +24,7 @@ from tests.integration.helpers import (
     make_relay,
     relay_all,
     with_js,
+    worker_for,
 )
 
 BACKLOG = 240  # the seed's 6000, scaled down
@@ -72,15 +71,8 @@ def test_the_predicted_drain_is_within_15_percent_of_the_measured(
         await relay_all(make_relay(container, js, database_url))
         stop = asyncio.Event()
         relay = make_relay(container, js, database_url)
-        worker = Worker(
-            name=work_classes.NOTIFICATIONS,
-            js=js,
-            job=work_classes.notification_job(container, provider, quiet),
-            owner=DlqOwners().for_consumer(work_classes.NOTIFICATIONS),
-            failures=FirstFailures(container.engine),
-            concurrency=4,
-            rate=RateLimit(SERVICE_PER_S),
-        )
+        job = work_classes.notification_job(container, provider, quiet)
+        worker = worker_for(container, js, job, rate=RateLimit(SERVICE_PER_S))
         arrivals_stop = threading.Event()
         tasks = [
             asyncio.create_task(relay.run(stop)),

@@ -17,7 +17,6 @@ from uuid import UUID, uuid4
 
 import pytest
 import structlog
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
@@ -29,7 +28,7 @@ from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres.first_failures import FirstFailures
 from application.commands import EnrollStudent, ScheduleLesson
 from application.contracts.envelope import Envelope
-from application.exports import RequestExport, get_export, request_export
+from application.exports import get_export
 from application.notifications import Outcome, RetryPolicy
 from domain.export import ExportStatus
 from domain.student import StudentProfile
@@ -43,10 +42,16 @@ from entrypoints.exports_wiring import (
     exports_dir,
     job_for,
 )
-from entrypoints.problems import install_error_handlers
-from entrypoints.routes import operations
 from entrypoints.settings import Settings
-from tests.integration.helpers import email_states_of, make_relay, relay_all, with_js
+from tests.builders import export_requested
+from tests.integration.helpers import (
+    email_states_of,
+    make_relay,
+    operations_api,
+    relay_all,
+    with_js,
+    worker_for,
+)
 from tests.servers import scratch_dir
 
 FAST = RetryPolicy(max_attempts=2, first_delay=0.05, max_delay=0.1)
@@ -70,12 +75,7 @@ def data_dir() -> Path:
 
 @pytest.fixture
 def api(container, data_dir: Path) -> Iterator[TestClient]:
-    app = FastAPI()
-    app.include_router(operations.router)
-    app.state.container = container
-    app.state.exports_dir = exports_dir(data_dir)
-    install_error_handlers(app)
-    with TestClient(app) as client:
+    with operations_api(container, data_dir) as client:
         yield client
 
 
@@ -399,18 +399,8 @@ def test_an_export_past_the_age_limit_is_reported_and_still_completes(
 ) -> None:
     lesson_id = lesson_of(container, {"ann": "Ann"})
     now = datetime.now(UTC)
-    old = request_export(
-        container.app,
-        RequestExport(
-            export_id=uuid4(),
-            lesson_id=lesson_id,
-            requested_at=now - timedelta(seconds=400),
-        ),
-    )
-    fresh = request_export(
-        container.app,
-        RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=now),
-    )
+    old = export_requested(container.app, lesson_id, now - timedelta(seconds=400))
+    fresh = export_requested(container.app, lesson_id, now)
     publish(container, servers)
     before = over_age()
 
@@ -444,29 +434,24 @@ def test_a_long_export_keeps_its_lease_with_in_progress_acks(
         await ensure_worker_consumer(js, durable, EXPORT_SUBJECTS, ack_wait=1.0)
 
     lesson_id = lesson_of(container, {"ann": "Ann"})
-    export = request_export(
-        container.app,
-        RequestExport(
-            export_id=uuid4(), lesson_id=lesson_id, requested_at=datetime.now(UTC)
-        ),
-    )
+    export = export_requested(container.app, lesson_id)
     publish(container, servers)
     asyncio.run(with_js(servers[1], consumer))
     files = Gated(exports_dir(data_dir), delay=3.0)
     runner = export_runner(container, data_dir, files=files, policy=FAST)
 
     def make(js: JetStreamContext) -> Worker:
-        owner, failures = OWNERS.for_consumer(durable), FirstFailures(container.engine)
         if keeps_lease:
             # No ack_wait given: the beat follows the durable's 1 s, not 30 s.
-            return export_worker(js, job_for(runner), owner, failures, name=durable)
-        return Worker(
-            name=durable,
-            js=js,
-            job=job_for(runner),
-            owner=owner,
-            failures=failures,
-            concurrency=2,
+            return export_worker(
+                js,
+                job_for(runner),
+                OWNERS.for_consumer(durable),
+                FirstFailures(container.engine),
+                name=durable,
+            )
+        return worker_for(
+            container, js, job_for(runner), name=durable, owners=OWNERS, concurrency=2
         )
 
     with running(servers[1], make):
@@ -494,27 +479,13 @@ def test_a_pile_of_exports_does_not_delay_a_confirmation_email(
     """50 slow exports queued on their own durable and pool; the e-mail of an
     enrollment made meanwhile is sent by the notifications worker at once."""
     lesson_id = lesson_of(container, {})
-    pile = [
-        request_export(
-            container.app,
-            RequestExport(
-                export_id=uuid4(), lesson_id=lesson_id, requested_at=datetime.now(UTC)
-            ),
-        ).id
-        for _ in range(50)
-    ]
+    pile = [export_requested(container.app, lesson_id).id for _ in range(50)]
     publish(container, servers)
     files = Gated(exports_dir(data_dir), delay=2.0)  # each export takes 2 s
 
     def notifications_worker(js: JetStreamContext) -> Worker:
-        return Worker(
-            name=work_classes.NOTIFICATIONS,
-            js=js,
-            job=work_classes.notification_job(container, email_provider, FAST),
-            owner=OWNERS.for_consumer(work_classes.NOTIFICATIONS),
-            failures=FirstFailures(container.engine),
-            concurrency=8,
-        )
+        job = work_classes.notification_job(container, email_provider, FAST)
+        return worker_for(container, js, job, owners=OWNERS, concurrency=8)
 
     with (
         running(servers[1], export_worker_for(container, data_dir, files)),
@@ -548,12 +519,7 @@ def test_one_shared_pool_would_make_the_email_wait_behind_the_pile(
     asyncio.run(with_js(servers[1], consumer))
     lesson_id = lesson_of(container, {})
     for _ in range(10):
-        request_export(
-            container.app,
-            RequestExport(
-                export_id=uuid4(), lesson_id=lesson_id, requested_at=datetime.now(UTC)
-            ),
-        )
+        export_requested(container.app, lesson_id)
     publish(container, servers)
     files = Gated(exports_dir(data_dir), delay=2.0)
     exports = job_for(export_runner(container, data_dir, files=files, policy=FAST))
@@ -564,13 +530,8 @@ def test_one_shared_pool_would_make_the_email_wait_behind_the_pile(
         return await job(envelope, replayed)
 
     def one_pool(js: JetStreamContext) -> Worker:
-        return Worker(
-            name=shared,
-            js=js,
-            job=either,
-            owner=OWNERS.for_consumer(shared),
-            failures=FirstFailures(container.engine),
-            concurrency=2,
+        return worker_for(
+            container, js, either, name=shared, owners=OWNERS, concurrency=2
         )
 
     with running(servers[1], one_pool):

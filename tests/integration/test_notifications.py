@@ -15,8 +15,7 @@ from fastapi.testclient import TestClient
 
 from adapters.nats.dlq import dead_letters
 from adapters.nats.replay import ReplayRequest, replay
-from adapters.nats.worker import Job, Worker
-from adapters.postgres.first_failures import FirstFailures
+from adapters.nats.worker import Job
 from adapters.postgres.tables import first_failures, notifications
 from application.commands import CancelEnrollment
 from application.dlq_owners import DlqOwners
@@ -31,6 +30,8 @@ from tests.integration.helpers import (
     make_relay,
     relay_all,
     with_js,
+    worker_for,
+    working,
 )
 from tests.integration.sandbox_process import SandboxProcess
 
@@ -55,25 +56,13 @@ async def work_until(
     js, container, provider, done, *, policy=FAST, seconds=60, worker=None, job=None
 ):
     """Run the notifications worker until `done()` holds (or fail after `seconds`)."""
-    worker = worker or Worker(
-        name=work_classes.NOTIFICATIONS,
-        js=js,
-        job=job or work_classes.notification_job(container, provider, policy),
-        owner=owners().for_consumer(work_classes.NOTIFICATIONS),
-        failures=FirstFailures(container.engine),
-        concurrency=4,
-    )
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
-    try:
+    job = job or work_classes.notification_job(container, provider, policy)
+    async with working(worker or worker_for(container, js, job, owners=owners())):
         for _ in range(int(seconds * 10)):
             if await asyncio.to_thread(done):
                 return
             await asyncio.sleep(0.1)
         raise AssertionError(f"not done within {seconds}s: {email_states(container)}")
-    finally:
-        stop.set()
-        await asyncio.wait_for(running, 10)
 
 
 def publish_enrollments(container, database_url: str, nats_url: str, n: int) -> None:

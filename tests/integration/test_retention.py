@@ -8,14 +8,13 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import sqlalchemy as sa
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from structlog.testing import capture_logs
 
 from adapters.nats.consumer import ConsumerRunner
@@ -23,17 +22,16 @@ from adapters.nats.streams import EVENTS_STREAM, ensure_consumer
 from adapters.postgres.retention import PostgresTrim
 from adapters.postgres.tables import inbox, inbox_horizons, request_answers
 from application.commands import ScheduleLesson
-from application.exports import RequestExport, request_export
 from entrypoints import bootstrap
 from entrypoints.audit import find_holes, published_up_to_position
 from entrypoints.exports_wiring import export_runner, exports_dir
-from entrypoints.problems import install_error_handlers
-from entrypoints.routes import operations
 from entrypoints.settings import Settings
 from projections import statistics
+from tests.builders import export_requested
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
+    operations_api,
     relay_all,
     run,
     stream_messages,
@@ -223,9 +221,9 @@ def replay_from_the_start_after_the_inbox_lost_its_rows(
     return before, outcomes, confirmed(container, lesson_id)
 
 
-def test_an_event_from_before_the_trimmed_horizon_is_never_applied_again(
-    container, migrated
-) -> None:
+def trim_all_inbox_rows(container) -> Callable[[str], None]:
+    """A trim with a one-second inbox retention, run once every row is older."""
+
     def trim(_: str) -> None:
         time.sleep(1.1)  # every event so far is older than a one-second retention
         PostgresTrim(
@@ -233,9 +231,15 @@ def test_an_event_from_before_the_trimmed_horizon_is_never_applied_again(
             clock_margin=NO_MARGIN,
         ).run_once()  # fmt: skip
 
+    return trim
+
+
+def test_an_event_from_before_the_trimmed_horizon_is_never_applied_again(
+    container, migrated
+) -> None:
     with capture_logs() as logs:
         before, outcomes, after = replay_from_the_start_after_the_inbox_lost_its_rows(
-            container, migrated, trim
+            container, migrated, trim_all_inbox_rows(container)
         )
     assert before == 3
     assert sum(o.applied for o in outcomes) == 0
@@ -283,15 +287,7 @@ def test_a_trimmed_export_answers_410_gone_and_a_recent_one_is_served(
         )
     )  # fmt: skip
     runner = export_runner(container, data_dir)
-    old, recent = (
-        request_export(
-            container.app,
-            RequestExport(
-                export_id=uuid4(), lesson_id=lesson_id, requested_at=datetime.now(UTC)
-            ),
-        ).id
-        for _ in range(2)
-    )
+    old, recent = (export_requested(container.app, lesson_id).id for _ in range(2))
     for export_id in (old, recent):
         runner.handle(export_id)
     two_hours_ago = time.time() - 7200
@@ -300,12 +296,7 @@ def test_a_trimmed_export_answers_410_gone_and_a_recent_one_is_served(
     report = bootstrap.build_trim(settings, container).once()
 
     assert report.files.files == 1
-    app = FastAPI()
-    app.include_router(operations.router)
-    app.state.container = container
-    app.state.exports_dir = exports_dir(data_dir)
-    install_error_handlers(app)
-    with TestClient(app) as api:
+    with operations_api(container, data_dir) as api:
         gone = api.get(f"/operations/{old}/result")
         kept = api.get(f"/operations/{recent}/result")
         expired = api.get(f"/operations/{old}").json()
@@ -354,14 +345,7 @@ def audit_after(container, migrated, forget) -> tuple[set[str], set[str]]:
 
 
 def test_club_audit_counts_no_trimmed_event_as_a_hole(container, migrated) -> None:
-    def trim(_: str) -> None:
-        time.sleep(1.1)  # every event so far is older than a one-second retention
-        PostgresTrim(
-            container.engine, inbox_s=1.0, answers_s=DAY.total_seconds(),
-            clock_margin=NO_MARGIN,
-        ).run_once()  # fmt: skip
-
-    ours, holes = audit_after(container, migrated, trim)
+    ours, holes = audit_after(container, migrated, trim_all_inbox_rows(container))
     assert len(ours) >= 3  # the lesson and two enrollments, published
     assert holes == set()
 

@@ -12,7 +12,7 @@ from uuid import UUID, uuid4
 
 import sqlalchemy as sa
 
-from adapters.postgres.deadlines import SagaDeadlines
+from adapters.postgres.deadlines import Claim, SagaDeadlines
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.postgres.tables import saga_deadlines
 from application.commands import ScheduleLesson
@@ -30,6 +30,16 @@ def two(container, lease: float = 30) -> tuple[SagaDeadlines, SagaDeadlines]:
 def clear(container) -> None:
     with container.engine.begin() as conn:
         conn.execute(sa.delete(saga_deadlines))
+
+
+def one_claimed(container) -> tuple[SagaDeadlines, UUID, Claim]:
+    """An empty table, then one purchase nudged and claimed by one process."""
+    clear(container)
+    deadlines, _ = two(container)
+    pid = uuid4()
+    deadlines.nudge_now([pid])
+    [claim] = deadlines.claim(10)
+    return deadlines, pid, claim
 
 
 def test_each_due_purchase_is_claimed_by_exactly_one_of_two_racing_processes(
@@ -81,11 +91,7 @@ def test_a_claim_whose_lease_ran_out_is_taken_over_and_the_old_release_is_void(
 
 
 def test_a_nudge_while_claimed_is_not_overwritten_by_the_release(container) -> None:
-    clear(container)
-    deadlines, _ = two(container)
-    pid = uuid4()
-    deadlines.nudge_now([pid])
-    [claim] = deadlines.claim(10)
+    deadlines, pid, claim = one_claimed(container)
     deadlines.nudge_now([pid])  # a webhook's fact, while the saga works
     assert deadlines.release(claim, datetime.now(UTC) + timedelta(hours=1))
     due = deadlines.due_at(pid)
@@ -95,11 +101,7 @@ def test_a_nudge_while_claimed_is_not_overwritten_by_the_release(container) -> N
 
 
 def test_nothing_due_is_never_claimed(container) -> None:
-    clear(container)
-    deadlines, _ = two(container)
-    pid = uuid4()
-    deadlines.nudge_now([pid])
-    [claim] = deadlines.claim(10)
+    deadlines, pid, claim = one_claimed(container)
     assert deadlines.release(claim, None)
     assert deadlines.claim(10) == []
     assert deadlines.due_at(pid) is None

@@ -21,10 +21,7 @@ import sqlalchemy as sa
 from eventsourcing.persistence import StoredEvent
 from fastapi.testclient import TestClient
 
-from adapters.nats.worker import Worker
-from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.tables import notifications
-from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
 from entrypoints import work_classes
 from entrypoints.chain_status import ChainStatus, as_json, read_chain
@@ -35,6 +32,8 @@ from tests.integration.helpers import (
     make_relay,
     relay_all,
     with_js,
+    worker_for,
+    working,
 )
 
 ENROLLED = 6
@@ -210,17 +209,8 @@ def test_after_a_worker_drains_the_backlog_it_is_on_time(
     provider = email_provider
 
     async def body(js, _nc) -> None:
-        worker = Worker(
-            name=work_classes.NOTIFICATIONS,
-            js=js,
-            job=work_classes.notification_job(container, provider, FAST),
-            owner=DlqOwners().for_consumer(work_classes.NOTIFICATIONS),
-            failures=FirstFailures(container.engine),
-            concurrency=4,
-        )
-        stop = asyncio.Event()
-        running = asyncio.create_task(worker.run(stop))
-        try:
+        job = work_classes.notification_job(container, provider, FAST)
+        async with working(worker_for(container, js, job)):
             for _ in range(600):
                 info = await js.consumer_info("CLUB_EVENTS", work_classes.NOTIFICATIONS)
                 done = await asyncio.to_thread(sent, container)
@@ -232,9 +222,6 @@ def test_after_a_worker_drains_the_backlog_it_is_on_time(
                     return
                 await asyncio.sleep(0.1)
             raise AssertionError(f"not drained: {done} sent")
-        finally:
-            stop.set()
-            await asyncio.wait_for(running, 10)
 
     asyncio.run(with_js(nats_url, body))
     status = chain(container, nats_url)
