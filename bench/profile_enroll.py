@@ -43,8 +43,10 @@ from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
+from bench import peer_plain
 from bench.common import new_lesson, students
 from bench.http import closed_loop
+from bench.http_stack import PEER
 from entrypoints import bootstrap
 from entrypoints.role_env import role_env
 
@@ -108,7 +110,11 @@ def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, i
     env = role_env(database_url, nats_url, CLUB_HTTP_PORT=str(port))
     argv = [sys.executable, "-m", "bench.profile_enroll", "serve", variant]
     cwd = None
-    if variant.startswith("tree="):
+    if variant == "peer":  # bench/peer_plain.py, under the server club api runs
+        argv = [sys.executable, "-m", "uvicorn", "--factory", "--no-access-log",
+                "--host", "127.0.0.1", "--port", str(port), PEER]  # fmt: skip
+        env["PEER_DATABASE_URL"] = database_url
+    elif variant.startswith("tree="):
         cwd = variant.removeprefix("tree=")
         argv = [sys.executable, "-m", "entrypoints.cli", "api"]
         env["PYTHONPATH"] = cwd
@@ -122,11 +128,25 @@ def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, i
         proc.wait(15)
 
 
-def load(container: bootstrap.Container, base: str, clients: int, count: int) -> int:
-    """`count` enrollments by `clients` closed-loop clients, each into its lesson."""
+Work = tuple[list[Any], list[str]]  # a lesson per client, the students to enroll
+
+
+def prepare(container: bootstrap.Container, clients: int, count: int) -> Work:
+    """A lesson per client and `count` students, before the clock starts."""
     per_client = count // clients
     lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
-    return closed_loop(base, lessons, students(container, per_client * clients))
+    return lessons, students(container, per_client * clients)
+
+
+def prepare_peer(peer_url: str, clients: int, count: int) -> Work:
+    per_client = count // clients
+    lessons = peer_plain.new_lessons(peer_url, per_client, clients)
+    return lessons, [f"p-{uuid4().hex[:12]}" for _ in range(per_client * clients)]
+
+
+def load(container: bootstrap.Container, base: str, clients: int, count: int) -> int:
+    """`count` enrollments by `clients` closed-loop clients, each into its lesson."""
+    return closed_loop(base, *prepare(container, clients, count))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -371,17 +391,27 @@ def profile(variant: str, seconds: float, clients: int, out: Path) -> dict[str, 
 
 
 def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str, Any]:
+    """`peer` among the variants: bench/peer_plain.py, on a database of its own."""
     cpu: dict[str, list[float]] = {v: [] for v in variants}
     rate: dict[str, list[float]] = {v: [] for v in variants}
     loads: list[float] = []
-    with servers() as (_, url, nats_url):
+    with servers() as (pg, url, nats_url), fresh_database(pg.url) as peer_url:
+        peer_plain.migrate(peer_url)
         container = bootstrap.build(url, pool_size=2)
         for _ in range(rounds):
             for variant in variants:
-                with api(url, nats_url, variant) as (base, pid):
-                    load(container, base, clients, 200)  # warm
+                where = peer_url if variant == "peer" else url
+                with api(where, nats_url, variant) as (base, pid):
+
+                    def work(count: int, variant: str = variant) -> Work:
+                        if variant == "peer":
+                            return prepare_peer(peer_url, clients, count)
+                        return prepare(container, clients, count)
+
+                    closed_loop(base, *work(200))  # warm
+                    lessons, who = work(count_)
                     before, start = cpu_seconds(pid), time.perf_counter()
-                    n = load(container, base, clients, count_)
+                    n = closed_loop(base, lessons, who)
                     elapsed = time.perf_counter() - start
                     cpu[variant].append(1000 * (cpu_seconds(pid) - before) / n)
                     rate[variant].append(n / elapsed)

@@ -16,7 +16,6 @@ from psycopg import Cursor
 from psycopg.types.json import Jsonb
 from sqlalchemy.dialects.postgresql import insert
 
-from adapters.postgres.database import reading
 from adapters.postgres.tables import request_answers as answers
 from application.idempotency import (
     Answer,
@@ -57,13 +56,15 @@ def insert_answers(curs: Cursor[Any], rows: Sequence[tuple[Request, Answer]]) ->
 class SqlAnswerStore:
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
+        # A lookup is one statement: no BEGIN and ROLLBACK round trips around it.
+        self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def find(self, requests: Sequence[Request]) -> dict[RequestId, Recorded]:
         if not requests:
             return {}
         ids = sa.tuple_(answers.c.scope, answers.c.key)
         wanted = [sa.tuple_(r.scope, r.key) for r in requests]
-        with reading(self._engine) as conn:
+        with self._reader.connect() as conn:
             rows = conn.execute(sa.select(answers).where(ids.in_(wanted)))
             return {(row.scope, row.key): _recorded(row) for row in rows}
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import select
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -71,14 +69,6 @@ def create_engine(
     )
     sa.event.listen(engine, "checkout", _ping_if_the_server_spoke(engine.dialect))
     return engine
-
-
-@contextmanager
-def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
-    """A connection for one read statement, in autocommit: no BEGIN before it and
-    no ROLLBACK after it — one round trip where `engine.connect()` makes three."""
-    with engine.connect() as conn:
-        yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
 
 def server_spoke(conn: psycopg.Connection[Any]) -> bool:

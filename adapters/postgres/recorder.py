@@ -13,7 +13,10 @@ statement on a dead one fails at once, and is retried by these rules.
 
 An insert is one round trip: BEGIN, the answers, the table lock, the events and
 COMMIT go out together and are read back after one Sync (the library's syncs after
-the answers, after the events and around its COMMIT: six round trips).
+the answers, after the events and around its COMMIT: six round trips). Since its
+COMMIT goes out before any reply is read, an insert first asks its connection's
+socket whether the server closed it while idle (`server_spoke`, no round trip), and
+only then checks it: a connection found dead there has been sent nothing.
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ from psycopg import Connection
 from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
-from psycopg_pool import PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from adapters.crash import crash_point
 from adapters.postgres.answers import insert_answers
+from adapters.postgres.database import server_spoke
 from application.idempotency import Answer, Request
 
 T = TypeVar("T")
@@ -154,6 +158,8 @@ class ClubRecorder(PostgresApplicationRecorder):
             conn.cursor() as curs,
             conn.cursor() as inserted,
         ):
+            if server_spoke(conn):  # it closed this idle connection: say so now,
+                ConnectionPool.check_connection(conn)  # before anything is sent
             try:
                 with conn.pipeline():  # its end sends the one Sync and reads back
                     curs.execute("BEGIN", prepare=True)

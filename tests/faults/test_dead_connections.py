@@ -65,7 +65,9 @@ def _restart(pg: EmbeddedPostgres, *, immediate: bool) -> Callable[[str], None]:
 def _terminate_backends(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         ended = conn.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            # Waits (up to 5 s) until each backend has exited: its connection is
+            # dead before the next request, not dying during it.
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchone()
     assert ended is not None
