@@ -12,19 +12,23 @@ an acceptance, so the outcome is unknown.
 from __future__ import annotations
 
 import email.utils
+import json
 from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Any
 from urllib.parse import quote
 
-import httpx
+from urllib3.response import BaseHTTPResponse
 
-from adapters.providers.http_client import provider_client
+# payment_http reads httpx's list here.
+from adapters.providers.http_client import NOTHING_SENT as NOTHING_SENT  # noqa: PLC0414
+from adapters.providers.http_client import ProviderPool, TransportFailedError
 from application.email import (
     DeliveryStatus,
     EmailSendError,
     OutcomeUnknownError,
     OutgoingEmail,
     SendResult,
-    Stage,
     TransientSendError,
     check_key,
     classify_http_status,
@@ -33,13 +37,9 @@ from application.email import (
 from application.personal_data import without_addresses
 
 NOT_FOUND = 404
-# Raised before a byte of the request went out: the provider saw nothing.
-NOTHING_SENT = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
-    httpx.LocalProtocolError,
-)
+# The worker's threads call one provider at once (8 slots + 4 in entrypoints):
+# each finds a connection without waiting.
+CONNECTIONS = 16
 
 
 class HttpEmailProvider:
@@ -49,27 +49,35 @@ class HttpEmailProvider:
         *,
         connect_timeout_s: float = 2.0,
         read_timeout_s: float = 10.0,
+        connections: int = CONNECTIONS,
     ) -> None:
-        self._client = provider_client(
+        self._pool = ProviderPool(
             base_url,
             "CLUB_EMAIL_PROVIDER_URL",
             connect_timeout_s=connect_timeout_s,
             read_timeout_s=read_timeout_s,
+            connections=connections,
         )
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.close()
 
     def send(self, message: OutgoingEmail, idempotency_key: str) -> SendResult:
         check_key(idempotency_key)
         body = {"to": message.to, "subject": message.subject, "body": message.body}
         response = self._request(
-            "POST", "/messages", json=body, headers={"Idempotency-Key": idempotency_key}
+            "POST",
+            "/messages",
+            # The bytes httpx's json= wrote: compact, UTF-8.
+            json.dumps(
+                body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            ).encode(),
+            {"Content-Type": "application/json", "Idempotency-Key": idempotency_key},
         )
-        if not response.is_success:
+        if not _success(response):
             raise _refusal(response)
         try:
-            provider_id = response.json().get("id")
+            provider_id = _json(response).get("id")
         except (ValueError, AttributeError):  # accepted all the same: 2xx says so
             provider_id = None
         return SendResult(
@@ -85,9 +93,9 @@ class HttpEmailProvider:
             )
         except OutcomeUnknownError as error:  # a lookup changes nothing: ask again
             raise TransientSendError(str(error)) from error
-        if response.status_code == NOT_FOUND:
+        if response.status == NOT_FOUND:
             return DeliveryStatus.NOT_FOUND
-        if not response.is_success:
+        if not _success(response):
             # The port promises one class for a failed lookup: nothing can be
             # concluded from it, whatever the status, so ask again later.
             refusal = _refusal(response)
@@ -100,26 +108,41 @@ class HttpEmailProvider:
         self,
         method: str,
         path: str,
-        json: dict[str, str] | None = None,
+        body: bytes | None = None,
         headers: dict[str, str] | None = None,
-    ) -> httpx.Response:
+    ) -> BaseHTTPResponse:
         try:
-            return self._client.request(method, path, json=json, headers=headers)
-        except NOTHING_SENT as error:
-            raise classify_transport(Stage.NOT_SENT, _describe(error)) from error
-        except httpx.TransportError as error:
-            raise classify_transport(Stage.SENT, _describe(error)) from error
+            return self._pool.request(method, path, body, headers)
+        except TransportFailedError as failed:
+            said = _describe(failed.cause, failed.name)
+            raise classify_transport(failed.stage, said) from failed
 
 
-def _refusal(response: httpx.Response) -> EmailSendError:
+def _json(response: BaseHTTPResponse) -> Any:
+    """The body read as JSON; ValueError when it is not (empty included)."""
+    return json.loads(response.data or b"")  # None: a response built bodiless
+
+
+def _success(response: BaseHTTPResponse) -> bool:
+    return 200 <= response.status < 300  # noqa: PLR2004 - the 2xx range
+
+
+def _refusal(response: BaseHTTPResponse) -> EmailSendError:
+    # The server's own reason phrase, the standard one when there is none.
+    phrase = response.reason
+    if phrase is None:
+        try:
+            phrase = HTTPStatus(response.status).phrase
+        except ValueError:
+            phrase = ""
     try:
-        detail = str(response.json().get("detail") or response.reason_phrase)
+        detail = str(_json(response).get("detail") or phrase)
     except (ValueError, AttributeError):
-        detail = response.reason_phrase
+        detail = phrase
     # A refusal may quote the recipient ("not an address: 'ann@...'"); the error's
     # text is stored and logged, the address is not (docs/guarantees.md).
     return classify_http_status(
-        response.status_code,
+        response.status,
         without_addresses(detail),
         _retry_after(response.headers.get("Retry-After")),
     )
@@ -140,6 +163,8 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _describe(error: Exception) -> str:
+def _describe(error: Exception, name: str | None = None) -> str:
+    """`name` (httpx's for the failure, see http_client) or the error's class."""
+    name = name or type(error).__name__
     said = without_addresses(str(error))
-    return f"{type(error).__name__}: {said}" if said else type(error).__name__
+    return f"{name}: {said}" if said else name

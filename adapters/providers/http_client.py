@@ -1,9 +1,44 @@
 """One bounded HTTP client for a provider: every phase has a timeout, so a provider
-that hangs costs a timeout, never a worker or a saga."""
+that hangs costs a timeout, never a worker or a saga.
+
+The payment adapter's is an httpx `Client` (low volume); the e-mail adapter's, one
+call per e-mail on the notifications worker's two shared cores, is a urllib3 pool
+at about half of httpx's CPU per request
+(docs/decisions/2026-11-30-email-provider-over-urllib3.md). Both say how far a
+failed request got, which decides whether its outcome is unknown.
+"""
 
 from __future__ import annotations
 
+import http.client
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
 import httpx
+from urllib3 import Timeout, connection, connectionpool, make_headers
+from urllib3.exceptions import (
+    ClosedPoolError,
+    ConnectTimeoutError,
+    EmptyPoolError,
+    HTTPError,
+    LocationParseError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+from urllib3.response import BaseHTTPResponse
+from urllib3.util import Url, parse_url
+
+from application.email import Stage
+
+# httpx raises these before a byte of the request went out: the provider saw nothing.
+NOTHING_SENT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.LocalProtocolError,
+)
 
 
 def provider_client(
@@ -15,3 +50,186 @@ def provider_client(
         raise ValueError(f"{setting} must look like http://host:port, got {base_url!r}")
     timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
     return httpx.Client(base_url=url, timeout=timeout)
+
+
+class TransportFailedError(Exception):
+    """A request that got no answer: `stage` says how far it got, `name` what failed
+    in httpx's words (ConnectError, ReadTimeout, RemoteProtocolError...), so the
+    errors Club stores read the same whichever client met them."""
+
+    def __init__(self, stage: Stage, name: str, cause: Exception) -> None:
+        super().__init__(f"{name}: {cause}")
+        self.stage, self.name, self.cause = stage, name, cause
+
+
+class ProviderPool:
+    """Kept-alive connections to one provider, shared by the threads that call it.
+
+    `retries=False`: no hidden resend, a POST that left and got no answer is the
+    caller's to reconcile. A pooled connection the provider closed while idle is
+    seen (urllib3 polls its socket when taking it) and replaced before anything is
+    written to it. At most `connections` at once; a caller who finds none free
+    waits up to the read timeout, then nothing was sent (as httpx's pool timeout).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        setting: str,
+        *,
+        connect_timeout_s: float,
+        read_timeout_s: float,
+        connections: int,
+    ) -> None:
+        url = _parsed(base_url)
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(
+                f"{setting} must look like http://host:port, got {base_url!r}"
+            )
+        pool = HTTPSConnectionPool if url.scheme == "https" else HTTPConnectionPool
+        self._pool = pool(
+            url.host,
+            url.port,
+            timeout=Timeout(connect=connect_timeout_s, read=read_timeout_s),
+            maxsize=connections,
+            block=True,
+            retries=False,
+        )
+        self._wait_s = read_timeout_s
+        self._prefix = (url.path or "").rstrip("/")
+        # Credentials in the URL's userinfo are sent as Basic auth, as httpx did.
+        user, _, password = (url.auth or "").partition(":")
+        self._headers = (
+            make_headers(basic_auth=f"{unquote(user)}:{unquote(password)}")
+            if url.auth
+            else {}
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> BaseHTTPResponse:
+        """The whole answer, read; raises `TransportFailedError` when none came."""
+        try:
+            return self._pool.urlopen(
+                method,
+                self._prefix + path,
+                body=body,
+                headers=self._headers | (headers or {}),
+                retries=False,
+                redirect=False,
+                pool_timeout=self._wait_s,  # type: ignore[arg-type]  # a float works
+            )
+        except ConnectFailedError as error:
+            raise TransportFailedError(
+                Stage.NOT_SENT, error.name, error.cause
+            ) from error
+        except EmptyPoolError as error:
+            raise TransportFailedError(Stage.NOT_SENT, "PoolTimeout", error) from error
+        except ClosedPoolError:
+            raise  # used after close(): a bug, not the provider's answer
+        except HTTPError as error:  # the request was being written or answered
+            raise TransportFailedError(Stage.SENT, _name(error), error) from error
+
+
+def _parsed(base_url: str) -> Url | None:
+    try:
+        return parse_url(base_url)
+    except LocationParseError:
+        return None
+
+
+def _name(error: HTTPError) -> str:
+    if isinstance(error, ReadTimeoutError):
+        return "ReadTimeout"
+    if isinstance(error, ProtocolError):  # the cause is the last argument
+        cause = error.args[-1] if error.args else None
+        if isinstance(cause, TimeoutError):  # a read timeout is ReadTimeoutError
+            return "WriteTimeout"
+        if isinstance(cause, http.client.HTTPException):
+            return "RemoteProtocolError"  # closed early, or not HTTP
+        return "NetworkError"
+    return type(error).__name__
+
+
+class ConnectFailedError(Exception):
+    """Raised by our connections' connect() (TCP and TLS): urllib3 lets it through
+    unwrapped, so "nothing was written" is known for sure, whatever the cause."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        timed_out = isinstance(cause, TimeoutError) or (  # TLS, or TCP:
+            isinstance(cause, ConnectTimeoutError)
+            and not isinstance(cause, NewConnectionError)  # its subclass, oddly
+        )
+        self.name = "ConnectTimeout" if timed_out else "ConnectError"
+        self.cause = cause
+
+
+class _WholeHead(http.client.HTTPResponse):
+    """http.client takes a status line or header block cut by the peer's close for
+    a whole one ("HTTP/1.1 201 Cre" reads as a 201 with no body): refuse it, as
+    httpx (h11) did; the body is checked against its length by urllib3."""
+
+    def begin(self) -> None:
+        fp, lines = self.fp, _WholeLines(self.fp)
+        self.fp = lines  # type: ignore[assignment]  # a file in all it reads
+        try:
+            super().begin()
+        finally:
+            if self.fp is not None:  # None: http.client closed it (a bad status)
+                self.fp = fp
+
+
+class _WholeLines:
+    def __init__(self, fp: Any) -> None:
+        self._fp, self._first = fp, True
+
+    def __getattr__(self, name: str) -> Any:  # close(), as http.client may
+        return getattr(self._fp, name)
+
+    def readline(self, limit: int = -1) -> bytes:
+        line: bytes = self._fp.readline(limit)
+        # Too long is http.client's to say; no line at all, first, is its
+        # RemoteDisconnected; any other line must end before the close.
+        cut = not line.endswith(b"\n") and len(line) != limit
+        if cut and (line or not self._first):
+            raise http.client.IncompleteRead(line)
+        self._first = False
+        return line
+
+
+def _connect(connect: Callable[[], None]) -> None:
+    try:
+        connect()
+    except (OSError, HTTPError) as error:  # refused, timed out, DNS, TLS handshake
+        raise ConnectFailedError(error) from error
+
+
+# Named as urllib3's own: the names show in the errors Club stores.
+class HTTPConnection(connection.HTTPConnection):
+    response_class = _WholeHead
+
+    def connect(self) -> None:
+        _connect(super().connect)
+
+
+class HTTPSConnection(connection.HTTPSConnection):
+    response_class = _WholeHead
+
+    def connect(self) -> None:
+        _connect(super().connect)
+
+
+class HTTPConnectionPool(connectionpool.HTTPConnectionPool):
+    ConnectionCls = HTTPConnection
+
+
+class HTTPSConnectionPool(connectionpool.HTTPSConnectionPool):
+    ConnectionCls = HTTPSConnection

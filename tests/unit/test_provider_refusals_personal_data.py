@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import smtplib
 
-import httpx
+from urllib3 import HTTPResponse
 
 from adapters.providers import email_http, email_smtp
 from application.email import PermanentSendError, TransientSendError
@@ -13,7 +14,8 @@ ADDRESS = "ann.o'hara+yoga@example.org"
 
 
 def test_an_http_refusal_keeps_its_words_not_the_address() -> None:
-    answer = httpx.Response(422, json={"detail": f"not an address: {ADDRESS!r}"})
+    detail = {"detail": f"not an address: {ADDRESS!r}"}
+    answer = HTTPResponse(json.dumps(detail).encode(), status=422)
     refusal = email_http._refusal(answer)
     assert isinstance(refusal, PermanentSendError)
     assert ADDRESS not in str(refusal)
@@ -33,4 +35,4 @@ def test_a_transport_error_that_names_an_address_is_described_without_it() -> No
     error = smtplib.SMTPRecipientsRefused({ADDRESS: (450, b"try later")})
     assert ADDRESS not in email_smtp._describe(error)
     assert ADDRESS not in email_http._describe(OSError(f"lost {ADDRESS}"))
-    assert isinstance(email_http._refusal(httpx.Response(503)), TransientSendError)
+    assert isinstance(email_http._refusal(HTTPResponse(status=503)), TransientSendError)
