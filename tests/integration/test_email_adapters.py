@@ -4,9 +4,13 @@ process, the SMTP adapter against aiosmtpd; each failure lands in its class."""
 from __future__ import annotations
 
 import asyncio
+import re
+import socket
+import threading
 import time
-from collections.abc import Iterator
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager, suppress
 from email import message_from_bytes
 from email.utils import formatdate
 from uuid import uuid4
@@ -22,6 +26,7 @@ from application.email import (
     OutcomeUnknownError,
     OutgoingEmail,
     PermanentSendError,
+    SendResult,
     TransientSendError,
 )
 from tests.integration.half_answer import client_of
@@ -141,15 +146,211 @@ class TestHttpEmailProvider(EmailProviderContract):
     "reply",
     [
         b'HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{"id":',  # cut body
-        b"HTTP/1.1 201 Cre",  # cut status line
         b"",  # no answer at all
-    ],
+    ],  # a cut head: test_a_head_cut_by_the_providers_close_is_unknown
 )
 def test_a_connection_dropped_mid_response_is_unknown(reply):
     with client_of(reply, HttpEmailProvider) as (client, server):
         with pytest.raises(OutcomeUnknownError):
             client.send(WELCOME, str(uuid4()))
         assert server.requests == 1  # it did leave: that is why it is unknown
+
+
+# --- HTTP, against scripted raw servers ---------------------------------------
+
+ACCEPTED = b'HTTP/1.1 201 Created\r\nContent-Length: 11\r\n\r\n{"id":"a1"}'
+
+
+class ScriptedProvider:
+    """HalfAnswer's plumbing with a script per connection, each in a thread of its
+    own (one connection held open does not stop the next): `script(self, conn)`.
+    The whole request is read before answering: urllib3 writes head and body
+    apart, and a close with the body unread resets the connection, a different
+    failure from the scripted one."""
+
+    def __init__(
+        self,
+        script: Callable[[ScriptedProvider, socket.socket], None],
+        scheme: str = "http",
+    ) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"{scheme}://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections = 0
+        self.keys: list[str] = []  # each request's Idempotency-Key, as it came
+        self.first_bytes = b""  # what a script that reads no request received
+        self.closing = threading.Event()  # scripts that hang stop on it
+        self._script = script
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._play, args=(conn,), daemon=True).start()
+
+    def _play(self, conn: socket.socket) -> None:
+        with conn, suppress(OSError):  # the client hung up: its test says
+            self._script(self, conn)
+
+    def read_request(self, conn: socket.socket) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                raise ConnectionError("the client closed before a whole request")
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length: *(\d+)", head)
+        missing = (int(length[1]) if length else 0) - len(body)
+        while missing > 0:
+            chunk = conn.recv(missing)
+            if not chunk:
+                raise ConnectionError("the client closed before a whole body")
+            missing -= len(chunk)
+        key = re.search(rb"(?im)^idempotency-key: *(\S+)", head)
+        self.keys.append(key[1].decode() if key else "")
+
+    def close(self) -> None:
+        self.closing.set()
+        self.listener.close()
+
+
+@contextmanager
+def client_scripted(
+    script: Callable[[ScriptedProvider, socket.socket], None],
+    scheme: str = "http",
+    **options,
+) -> Iterator[tuple[HttpEmailProvider, ScriptedProvider]]:
+    """As client_of: an HttpEmailProvider on a ScriptedProvider, both closed after."""
+    server = ScriptedProvider(script, scheme)
+    client = HttpEmailProvider(server.url, **options)
+    try:
+        yield client, server
+    finally:
+        client.close()
+        server.close()
+
+
+def test_a_kept_alive_connection_the_provider_closed_is_replaced_before_sending():
+    hung_up = threading.Semaphore(0)
+
+    def two_answers_then_idle_close(server, conn):
+        for _ in range(2):
+            server.read_request(conn)
+            conn.sendall(ACCEPTED)  # no "Connection: close": the client keeps it
+        time.sleep(0.05)  # idle a moment, as a keep-alive timeout would
+        conn.close()
+        hung_up.release()
+
+    keys = [str(uuid4()) for _ in range(4)]
+    with client_scripted(two_answers_then_idle_close) as (client, server):
+        for n, key in enumerate(keys):
+            # Sent on a closed connection, it would fail after leaving: unknown.
+            assert client.send(WELCOME, key) == SendResult(provider_id="a1")
+            if n % 2:
+                assert hung_up.acquire(timeout=5)
+                time.sleep(0.05)  # the close reaches the client's idle socket
+    assert server.keys == keys  # each sent once, none lost on a dead socket
+    assert server.connections == 2  # kept alive for two, then a fresh one
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(b"HTTP/1.1 201 Cre", id="status line"),
+        pytest.param(b"HTTP/1.1 201 Created\r\n", id="before the headers"),
+        pytest.param(b"HTTP/1.1 201 Created\r\nContent-Ty", id="header line"),
+        pytest.param(
+            b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n", id="before the blank"
+        ),
+    ],
+)
+def test_a_head_cut_by_the_providers_close_is_unknown(reply):
+    """http.client alone reads each of these as a whole 201: a send recorded as
+    accepted that the provider may never have finished."""
+
+    def answer_then_close(server, conn):
+        server.read_request(conn)
+        conn.sendall(reply)  # then a clean close: nothing left unread
+
+    key = str(uuid4())
+    with (
+        client_scripted(answer_then_close) as (client, server),
+        pytest.raises(OutcomeUnknownError, match="RemoteProtocolError"),
+    ):
+        client.send(WELCOME, key)
+    assert server.keys == [key]  # it did leave: that is why it is unknown
+
+
+def test_no_free_connection_within_the_wait_sends_nothing():
+    holding, release = threading.Event(), threading.Event()
+
+    def answer_slowly(server, conn):
+        server.read_request(conn)
+        holding.set()
+        conn.sendall(b"HTTP/1.1 201 Created\r\n")
+        for _ in range(50):  # a header line each 0.1 s: no read timeout, up to 5 s
+            if release.wait(0.1):
+                break
+            conn.sendall(b"X-Still-Working: yes\r\n")
+        conn.sendall(ACCEPTED.partition(b"\r\n")[2])
+
+    held, waiting = str(uuid4()), str(uuid4())
+    options = {"read_timeout_s": 0.5, "connections": 1}  # the wait is the read timeout
+    with (
+        client_scripted(answer_slowly, **options) as (client, server),
+        ThreadPoolExecutor(1) as other_thread,
+    ):
+        holder = other_thread.submit(client.send, WELCOME, held)
+        assert holding.wait(5)  # the one connection is in use
+        started = time.monotonic()
+        with pytest.raises(TransientSendError, match="PoolTimeout"):
+            client.send(WELCOME, waiting)
+        waited = time.monotonic() - started
+        release.set()
+        assert holder.result(timeout=5) == SendResult(provider_id="a1")
+    assert waited >= 0.5  # it waited for a connection, then gave up
+    assert server.keys == [held]  # nothing of the waiting send left
+    assert server.connections == 1
+
+
+def hello_then_http(server, conn):
+    server.first_bytes = conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+def hello_then_close(server, conn):
+    server.first_bytes = conn.recv(65536)
+
+
+def close_at_once(server, conn):
+    server.first_bytes = b""
+
+
+def hello_then_silence(server, conn):
+    server.first_bytes = conn.recv(65536)
+    server.closing.wait(5)
+
+
+@pytest.mark.parametrize(
+    ("script", "name"),
+    [
+        pytest.param(hello_then_http, "ConnectError", id="answers plain HTTP"),
+        pytest.param(hello_then_close, "ConnectError", id="closes after the hello"),
+        pytest.param(close_at_once, "ConnectError", id="closes at once"),
+        pytest.param(hello_then_silence, "ConnectTimeout", id="never answers"),
+    ],
+)
+def test_a_failed_tls_handshake_sends_nothing(script, name):
+    with client_scripted(script, "https", connect_timeout_s=0.3) as (client, server):
+        with pytest.raises(TransientSendError, match=f"not reached: {name}"):
+            client.send(WELCOME, str(uuid4()))
+        assert server.connections == 1  # the handshake was tried
+    # A ClientHello at most (a TLS record starts 0x16): the request never left.
+    assert server.first_bytes[:1] in {b"", b"\x16"}
 
 
 # --- SMTP, against aiosmtpd ---------------------------------------------------
