@@ -15,27 +15,30 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/club up
 
-test: $(STAMP)
-	$(BIN)/pytest
-
-# One layer at a time; `make test` runs them all.
 # Bytecode is cached even where the environment sets PYTHONDONTWRITEBYTECODE (this
 # machine's does): without it each xdist worker compiles and assert-rewrites every
-# module again, ~3 s of CPU apiece, and each `python -m entrypoints.cli` a test runs.
+# module again, ~3 s of CPU apiece, and so does each `python -m entrypoints.cli` a
+# test starts (hundreds in `make test`).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
+
+test: $(STAMP)
+	$(PYTEST)
+
+# One layer at a time; `make test` runs them all.
 test-unit: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -m unit -n auto
+	$(PYTEST) -m unit -n auto
 
 test-integration: $(STAMP)
-	$(BIN)/pytest -m integration
+	$(PYTEST) -m integration
 
 test-e2e: $(STAMP)
-	$(BIN)/pytest -m e2e
+	$(PYTEST) -m e2e
 
 test-faults: $(STAMP)
-	$(BIN)/pytest -m faults
+	$(PYTEST) -m faults
 
 test-properties: $(STAMP)
-	$(BIN)/pytest -m properties
+	$(PYTEST) -m properties
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
