@@ -96,20 +96,28 @@ class RateLimit:
     instead of losing each wake-up's overshoot. Only after an idle spell (more than
     one interval behind) does the schedule start afresh from now."""
 
-    def __init__(self, per_second: float) -> None:
+    def __init__(
+        self,
+        per_second: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._interval = 1.0 / per_second
-        self._next = time.monotonic()
+        self._clock = clock
+        self._sleep = sleep
+        self._next = clock()
         self._lock = asyncio.Lock()
 
     async def wait(self) -> None:
         async with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             if now - self._next > self._interval:  # idle: no catching up in a burst
                 self._next = now
             delay = self._next - now
             self._next += self._interval
         if delay > 0:
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
 
 
 class Worker:
