@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -37,6 +38,7 @@ from uuid import uuid4
 import httpx
 import psutil
 import psycopg
+from fastapi import Request  # resolved by name in a dependency's annotation
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
@@ -71,9 +73,27 @@ def _pre_ping() -> None:
     database.eventsourcing_env = eventsourcing_env
 
 
+def _async_container_dependency() -> None:
+    """The routes' container dependency as `async def`: FastAPI runs a plain `def`
+    dependency in the thread pool, a second hand-off per request besides the
+    endpoint's (entrypoints/routes/deps.py unchanged)."""
+    from typing import Annotated  # noqa: PLC0415
+
+    from fastapi import Depends  # noqa: PLC0415
+
+    from entrypoints.routes import deps  # noqa: PLC0415 - before the routes import it
+
+    async def container(request: Request) -> bootstrap.Container:
+        found: bootstrap.Container = request.app.state.container
+        return found
+
+    deps.ContainerDep = Annotated[bootstrap.Container, Depends(container)]  # type: ignore[misc]
+
+
 VARIANTS: dict[str, Callable[[], None]] = {
     "shipped": lambda: None,
     "pre-ping": _pre_ping,
+    "async-container-dependency": _async_container_dependency,
 }
 
 
@@ -356,15 +376,23 @@ def _step(frames: list[str]) -> str:
 
 def profile(variant: str, seconds: float, clients: int, out: Path) -> dict[str, Any]:
     spy = Path(sys.executable).parent / "py-spy"
-    with servers() as (_, url, nats_url):
+    with servers() as (pg, url, nats_url), fresh_database(pg.url) as peer_url:
+        peer_plain.migrate(peer_url)
         container = bootstrap.build(url, pool_size=2)
-        with api(url, nats_url, variant) as (base, pid):
-            load(container, base, clients, 200)  # warm
+        where = peer_url if variant == "peer" else url
+
+        def work(count: int) -> Work:
+            if variant == "peer":
+                return prepare_peer(peer_url, clients, count)
+            return prepare(container, clients, count)
+
+        with api(where, nats_url, variant) as (base, pid):
+            closed_loop(base, *work(200))  # warm
             done, stop = [0], threading.Event()
 
             def drive() -> None:
                 while not stop.is_set():
-                    done[0] += load(container, base, clients, 100 * clients)
+                    done[0] += closed_loop(base, *work(100 * clients))
 
             cpu = cpu_seconds(pid)
             driver = threading.Thread(target=drive)
@@ -431,6 +459,93 @@ def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str,
     }
 
 
+# --- checkout: one read's cost with and without the pre-ping, in one process ------
+
+
+def checkout(rounds: int, calls: int) -> dict[str, Any]:
+    """The two reads of the hot path that take a pooled connection each — the
+    key's answer (SQLAlchemy) and the lesson's new events (the event store's pool)
+    — `calls` times, pre-ping on and off, interleaved; CPU of this process and of
+    the database's backends, wall time, per call (µs)."""
+    from adapters.postgres import database  # noqa: PLC0415
+    from adapters.postgres.answers import SqlAnswerStore  # noqa: PLC0415
+    from application.club import ClubApplication  # noqa: PLC0415
+    from application.idempotency import Request  # noqa: PLC0415
+
+    figures: dict[str, list[tuple[float, float, float]]] = collections.defaultdict(list)
+    with servers() as (pg, url, _):
+        backends = _Backends(pg.url, url.rsplit("/", 1)[1])
+        for _ in range(rounds):
+            for ping in (True, False):
+                engine = database.create_engine(url, pool_size=2)
+                engine.pool._pre_ping = ping  # what pool_pre_ping=True sets
+                env = database.eventsourcing_env(url)
+                app = ClubApplication(env=env | {"POSTGRES_PRE_PING": "ny"[ping]})
+                answers = SqlAnswerStore(engine)
+                lesson = new_lesson(app, 10)
+                version = app.get_lesson(lesson).version
+                request = Request(scope="POST /x", key=str(uuid4()), fingerprint="f")
+                reads: dict[str, Callable[[], object]] = {
+                    "the key's answer (SQLAlchemy)": partial(answers.find, [request]),
+                    "the lesson's new events (event store)": partial(
+                        app.recorder.select_events, lesson, gt=version
+                    ),
+                }
+                for name, read in reads.items():
+                    for _ in range(50):
+                        read()  # warm: connections open, statements prepared
+                    cpu, server, wall = (
+                        time.process_time(), backends.cpu(), time.perf_counter()
+                    )  # fmt: skip
+                    for _ in range(calls):
+                        read()
+                    figures[f"{name}, pre-ping {'on' if ping else 'off'}"].append(
+                        tuple(  # type: ignore[arg-type]
+                            1e6 * d / calls
+                            for d in (
+                                time.process_time() - cpu,
+                                backends.cpu() - server,
+                                time.perf_counter() - wall,
+                            )
+                        )
+                    )
+                app.close()
+                engine.dispose()
+    return {
+        name: {
+            what: _spread([row[i] for row in rows])
+            for i, what in enumerate(
+                ("µs CPU, this process", "µs CPU, PostgreSQL backends", "µs wall")
+            )
+        }
+        for name, rows in sorted(figures.items())
+    }
+
+
+class _Backends:
+    """CPU of every backend connected to one database (the ones a read used)."""
+
+    def __init__(self, server_url: str, database: str) -> None:
+        self._server_url, self._database = server_url, database
+
+    def cpu(self) -> float:
+        with psycopg.connect(self._server_url, autocommit=True) as conn:
+            pids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s",
+                    (self._database,),
+                )
+            ]
+        total = 0.0
+        for pid in pids:
+            try:
+                total += cpu_seconds(pid)
+            except psutil.NoSuchProcess:
+                continue
+        return total
+
+
 def _spread(values: list[float]) -> str:
     rounded = ", ".join(f"{v:.2f}" for v in values)
     return f"median {statistics.median(values):.2f} ({rounded})"
@@ -448,6 +563,9 @@ def main(argv: list[str]) -> None:
     p.add_argument("--seconds", type=float, default=90)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--out", type=Path, help="py-spy's stacks (default: a temp file)")
+    k = sub.add_parser("checkout")
+    k.add_argument("--rounds", type=int, default=5)
+    k.add_argument("--calls", type=int, default=2000)
     a = sub.add_parser("ab")
     a.add_argument("--variants", default="pre-ping,shipped")
     a.add_argument("--rounds", type=int, default=5)
@@ -458,6 +576,8 @@ def main(argv: list[str]) -> None:
         serve(args.variant)
     if args.what == "count":
         result = count(args.variant, args.enrollments)
+    elif args.what == "checkout":
+        result = checkout(args.rounds, args.calls)
     elif args.what == "profile":
         out = args.out or Path(tempfile.mkdtemp(prefix="club-profile-")) / "stacks.txt"
         result = profile(args.variant, args.seconds, args.clients, out)

@@ -53,6 +53,13 @@ def insert_answers(curs: Cursor[Any], rows: Sequence[tuple[Request, Answer]]) ->
     )
 
 
+# Built once: SQLAlchemy caches a compiled statement by the statement object, and
+# building a tuple IN per call cost about as much as the read (1.1 -> 0.6 ms CPU).
+_ONE = sa.select(answers).where(
+    answers.c.scope == sa.bindparam("scope"), answers.c.key == sa.bindparam("key")
+)
+
+
 class SqlAnswerStore:
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
@@ -62,10 +69,14 @@ class SqlAnswerStore:
     def find(self, requests: Sequence[Request]) -> dict[RequestId, Recorded]:
         if not requests:
             return {}
-        ids = sa.tuple_(answers.c.scope, answers.c.key)
-        wanted = [sa.tuple_(r.scope, r.key) for r in requests]
         with self._reader.connect() as conn:
-            rows = conn.execute(sa.select(answers).where(ids.in_(wanted)))
+            if len(requests) == 1:  # every request's own lookup
+                [one] = requests
+                rows = conn.execute(_ONE, {"scope": one.scope, "key": one.key})
+            else:  # a group's, after a race
+                ids = sa.tuple_(answers.c.scope, answers.c.key)
+                wanted = [sa.tuple_(r.scope, r.key) for r in requests]
+                rows = conn.execute(sa.select(answers).where(ids.in_(wanted)))
             return {(row.scope, row.key): _recorded(row) for row in rows}
 
     def record(
