@@ -243,10 +243,14 @@ class Notifier:
             request.enrollment_id
         ):
             return Done()  # a bought seat: its access-granted e-mail says it all
-        first = self._send_first(request)
-        return first if first is not None else self._follow_up(request)
+        # Read once per delivery, at send time (the recipient policy).
+        profile = self._students.get(request.student_id)
+        first = self._send_first(request, profile)
+        return first if first is not None else self._follow_up(request, profile)
 
-    def _follow_up(self, request: NotificationRequest) -> Outcome:
+    def _follow_up(
+        self, request: NotificationRequest, profile: StudentProfile | None
+    ) -> Outcome:
         """A notification seen before: its row says how far it got."""
         found = self._store.open(request)
         if found.state is State.SENT:
@@ -258,7 +262,7 @@ class Notifier:
             settled = self._reconcile(request.event_id)
             if settled is not None:
                 return settled
-        return self._send(request, attempts + 1)
+        return self._send(request, attempts + 1, profile)
 
     def _resolve(self, notice: PurchaseNotice) -> NotificationRequest:
         """The purchase's student and lesson, read now (the event has neither)."""
@@ -294,11 +298,12 @@ class Notifier:
             return GiveUp(reason)
         return None
 
-    def _send_first(self, request: NotificationRequest) -> Outcome | None:
+    def _send_first(
+        self, request: NotificationRequest, profile: StudentProfile | None
+    ) -> Outcome | None:
         """The common case in one write fewer: a notification never seen before
         is created `sending` by the write that records it. None: it was seen
         before, or has nobody to write to; the general path decides."""
-        profile = self._students.get(request.student_id)
         if profile is None:
             return None
         message = self._compose(request, profile)
@@ -306,9 +311,13 @@ class Notifier:
             return None
         return self._call(request, message, profile, attempt=1)
 
-    def _send(self, request: NotificationRequest, attempt: int) -> Outcome:
+    def _send(
+        self,
+        request: NotificationRequest,
+        attempt: int,
+        profile: StudentProfile | None,
+    ) -> Outcome:
         event_id = request.event_id
-        profile = self._students.get(request.student_id)
         if profile is None:
             reason = f"student {request.student_id} has no profile to write to"
             self._store.mark(event_id, State.DEAD_LETTERED, error=reason)

@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import Insert, insert
 
 from adapters.crash import crash_point
 from adapters.postgres.tables import notifications as table
@@ -23,33 +23,27 @@ from application.notifications import (
     State,
 )
 
+
+def _first_sight(state: State, attempts: int) -> Insert:
+    """A notification's row, unless one exists (then nothing is written)."""
+    return (
+        insert(table)
+        .values(
+            event_id=sa.bindparam("new_event_id"),
+            kind=sa.bindparam("new_kind"),
+            enrollment_id=sa.bindparam("new_enrollment_id"),
+            student_id=sa.bindparam("new_student_id"),
+            state=state.value,
+            attempts=attempts,
+        )
+        .on_conflict_do_nothing()
+    )
+
+
 # Built once: SQLAlchemy caches a statement's compiled form by the statement
 # object, so one rebuilt per call paid for its cache key every time.
-_OPEN = (
-    insert(table)
-    .values(
-        event_id=sa.bindparam("new_event_id"),
-        kind=sa.bindparam("new_kind"),
-        enrollment_id=sa.bindparam("new_enrollment_id"),
-        student_id=sa.bindparam("new_student_id"),
-        state=State.PENDING.value,
-    )
-    .on_conflict_do_nothing()
-    .returning(*table.c)
-)
-_OPEN_SENDING = (
-    insert(table)
-    .values(
-        event_id=sa.bindparam("new_event_id"),
-        kind=sa.bindparam("new_kind"),
-        enrollment_id=sa.bindparam("new_enrollment_id"),
-        student_id=sa.bindparam("new_student_id"),
-        state=State.SENDING.value,
-        attempts=1,
-    )
-    .on_conflict_do_nothing()
-    .returning(table.c.event_id)
-)
+_OPEN = _first_sight(State.PENDING, 0).returning(*table.c)
+_OPEN_SENDING = _first_sight(State.SENDING, 1).returning(table.c.event_id)
 _FIND = sa.select(table).where(table.c.event_id == sa.bindparam("find_event_id"))
 # One statement for every state: a value not given keeps the column's.
 _MARK = (
