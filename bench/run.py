@@ -321,7 +321,10 @@ SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
 
 
 def _median_of(measure: Callable[[], dict[str, float]]) -> dict[str, float]:
-    runs = [measure() for _ in range(RUNS)]
+    runs = []
+    for _ in range(RUNS):
+        runs.append(measure())
+        print(json.dumps(runs[-1]), flush=True)  # each run, beside the median
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
