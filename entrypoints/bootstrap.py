@@ -37,7 +37,6 @@ from adapters.postgres.inbox import Apply
 from adapters.postgres.rebuild import Rebuild
 from adapters.postgres.retention import PostgresTrim, create_retention_indexes
 from adapters.postgres.saga_feed import SagaFeed
-from adapters.providers.email_http import HttpEmailProvider
 from adapters.providers.metered import MeteredEmailProvider, MeteredPaymentProvider
 from adapters.providers.payment_crash import CrashPointProvider
 from adapters.providers.payment_http import HttpPaymentProvider
@@ -49,6 +48,7 @@ from application.purchases import Purchases
 from application.saga_runner import PurchaseSaga
 from entrypoints.container import Container, build
 from entrypoints.exports_wiring import exports_dir
+from entrypoints.provider_urls import email_provider
 from entrypoints.settings import Settings
 from entrypoints.trim_process import TrimProcess
 from entrypoints.work_classes import WORK_CLASSES, WorkDeps
@@ -240,9 +240,7 @@ def build_worker(
     deps = WorkDeps(
         settings=settings,
         container=container,
-        email=MeteredEmailProvider(
-            email or HttpEmailProvider(settings.email_provider_url)
-        ),
+        email=MeteredEmailProvider(email or email_provider(settings)),
     )
     return work.worker(deps, js, work.job(deps), settings.dlq_owners.for_consumer(name))
 

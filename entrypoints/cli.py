@@ -16,7 +16,12 @@ from entrypoints.masking import masked
 from entrypoints.sandbox.email_provider import EMAIL_KNOBS
 from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
 from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
-from entrypoints.settings import ConfigError, Settings
+from entrypoints.settings import (
+    DEFAULT_EMAIL_PROVIDER_URL,
+    SMTP_SCHEMES,
+    ConfigError,
+    Settings,
+)
 from entrypoints.work_classes import WORK_CLASSES
 
 
@@ -151,6 +156,13 @@ def _email_sandbox(settings: Settings, args: argparse.Namespace) -> int:
     from entrypoints.sandbox.email import run_email_sandbox
 
     where = urlsplit(settings.email_provider_url)
+    if where.scheme in SMTP_SCHEMES:
+        msg = (
+            f"the e-mail sandbox plays an HTTP provider, and CLUB_EMAIL_PROVIDER_URL"
+            f" names a mail server ({where.scheme}://): unset it, or set it to"
+            f" {DEFAULT_EMAIL_PROVIDER_URL}"
+        )
+        raise ConfigError(msg)
     run_email_sandbox(
         where.hostname or "127.0.0.1",
         where.port or 80,

@@ -34,7 +34,10 @@ class Settings:
     http_port: int
     operator_token: str
     hold_seconds: int
-    email_provider_url: str  # the sandbox `club up` starts, unless set
+    # http(s):// the provider's API (by default the sandbox `club up` starts);
+    # smtp:// or smtp+starttls:// a mail server (entrypoints.provider_urls.py).
+    email_provider_url: str
+    email_sender: str  # From: of what goes out over SMTP; "" with an HTTP provider
     email_rate_per_s: float  # the provider's limit: workers pace themselves under it
     notify_max_attempts: int
     export_max_age_seconds: float
@@ -69,10 +72,11 @@ class Settings:
             http_port=_port(env, "CLUB_HTTP_PORT", 8000),
             operator_token=env.get("CLUB_OPERATOR_TOKEN") or secrets.token_urlsafe(24),
             hold_seconds=_int(env, "CLUB_HOLD_SECONDS", 900),
-            email_provider_url=_http_url(
-                "CLUB_EMAIL_PROVIDER_URL",
+            email_provider_url=_email_url(
                 env.get("CLUB_EMAIL_PROVIDER_URL") or DEFAULT_EMAIL_PROVIDER_URL,
+                env.get("CLUB_EMAIL_FROM", ""),
             ),
+            email_sender=_sender(env.get("CLUB_EMAIL_FROM", "")),
             email_rate_per_s=_number(env, "CLUB_EMAIL_RATE_PER_S", 100, "per second"),
             notify_max_attempts=_positive_int(env, "CLUB_NOTIFY_MAX_ATTEMPTS", 10),
             export_max_age_seconds=_number(env, "CLUB_EXPORT_MAX_AGE_SECONDS", 300),
@@ -225,6 +229,28 @@ def _non_negative(raw: str, name: str) -> float:
 
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 HTTP_SCHEMES = ("http", "https")
+SMTP_SCHEMES = ("smtp", "smtp+starttls")
+
+
+def _email_url(url: str, sender: str) -> str:
+    """An HTTP provider, or a mail server, which needs a From address to send as."""
+    name = "CLUB_EMAIL_PROVIDER_URL"
+    _check_url(name, url, HTTP_SCHEMES + SMTP_SCHEMES, "http:// or smtp://")
+    if urlsplit(url).scheme in SMTP_SCHEMES and not sender:
+        msg = (
+            f"{name}={masked(url)!r} is a mail server, which needs the address mail"
+            " comes from: set CLUB_EMAIL_FROM (e.g. CLUB_EMAIL_FROM=club@example.org)"
+        )
+        raise ConfigError(msg)
+    return url
+
+
+def _sender(raw: str) -> str:
+    """One address: a line break here would be a header of its own."""
+    if raw and (raw.count("@") != 1 or not raw.isprintable() or " " in raw.strip()):
+        msg = f"CLUB_EMAIL_FROM={raw!r} is not one address (e.g. club@example.org)"
+        raise ConfigError(msg)
+    return raw.strip()
 
 
 def _http_url(name: str, url: str) -> str:

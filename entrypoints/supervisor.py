@@ -26,6 +26,7 @@ from adapters.nats.authorization import role_users
 from entrypoints import bootstrap, preflight
 from entrypoints.masking import masked
 from entrypoints.metrics_server import port_env, role_ports, where_served
+from entrypoints.provider_urls import sandbox_plays
 from entrypoints.settings import ConfigError, Settings
 from entrypoints.watched import ServerGaveUpError, WatchedServer
 
@@ -51,6 +52,19 @@ def nats_user(role: bootstrap.Role) -> str:
     if role.durable is not None:
         return f"consumer-{role.durable}"
     return "relay" if role.kind == "relay" else "api"
+
+
+def roles_to_start(settings: Settings) -> list[bootstrap.Role]:
+    """Every role, but a sandbox only where it plays the provider configured."""
+    played = {
+        "email": settings.email_provider_url,
+        "payment": settings.payment_provider_url,
+    }
+    return [
+        role
+        for role in bootstrap.ROLES
+        if role.kind != "sandbox" or sandbox_plays(played[role.name])
+    ]
 
 
 def up(settings: Settings) -> int:
@@ -98,7 +112,7 @@ def _up(settings: Settings) -> int:
                 | {"CLUB_NATS_URL": nats_urls[nats_user(role)]}
                 | port_env(metrics, role),
             )
-            for role in bootstrap.ROLES
+            for role in roles_to_start(settings)
         ]
         for child in children:
             child.proc = spawn_role(_argv(child.role), child.env)

@@ -17,6 +17,7 @@ from uuid import uuid4
 
 import pytest
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 
 from adapters.embedded.process import free_port
 from adapters.providers.email_http import HttpEmailProvider
@@ -29,6 +30,8 @@ from application.email import (
     SendResult,
     TransientSendError,
 )
+from entrypoints.provider_urls import email_provider
+from entrypoints.settings import Settings
 from tests.integration.half_answer import client_of
 from tests.ports.email_provider import WELCOME, EmailProviderContract
 from tests.stack import eventually
@@ -456,6 +459,43 @@ class TestSmtpEmailProvider(EmailProviderContract):
     def test_a_key_that_cannot_be_a_message_id_is_refused(self, provider):
         with pytest.raises(ValueError, match="dot-atom"):
             provider.send(WELCOME, "two..dots")
+
+
+def _only(login: bytes, password: bytes) -> Callable[..., AuthResult]:
+    def authenticator(server, session, envelope, mechanism, auth_data) -> AuthResult:
+        given = (auth_data.login, auth_data.password)
+        return AuthResult(success=given == (login, password), handled=False)
+
+    return authenticator
+
+
+def test_club_email_provider_url_names_a_mail_server_with_its_login():
+    """The settings a worker starts from, end to end: the scheme picks SMTP, the
+    URL's user and (quoted) password log in, CLUB_EMAIL_FROM is the sender."""
+    mailbox = Mailbox()
+    server = Controller(
+        mailbox, hostname="127.0.0.1", port=free_port(),
+        authenticator=_only(b"club", b"p@ss:word"), auth_require_tls=False,
+    )  # fmt: skip
+    server.start()
+    try:
+        for password, sent in (("wrong", False), ("p%40ss%3Aword", True)):
+            settings = Settings.from_env({
+                "CLUB_EMAIL_PROVIDER_URL":
+                    f"smtp://club:{password}@127.0.0.1:{server.port}",
+                "CLUB_EMAIL_FROM": "club@example.org",
+            })  # fmt: skip
+            key = str(uuid4())
+            if not sent:
+                with pytest.raises(PermanentSendError, match="535"):
+                    email_provider(settings).send(WELCOME, key)
+                continue
+            email_provider(settings).send(WELCOME, key)
+            [raw] = mailbox.with_message_id(f"<{key}@club.invalid>")
+            assert message_from_bytes(raw)["From"] == "club@example.org"
+        assert len(mailbox.messages) == 1
+    finally:
+        server.stop()
 
 
 def answer_429(retry_after: str) -> bytes:
