@@ -11,18 +11,20 @@ an acceptance, so the outcome is unknown.
 
 from __future__ import annotations
 
-import email.utils
-import json
-from datetime import UTC, datetime
-from http import HTTPStatus
-from typing import Any
 from urllib.parse import quote
 
 from urllib3.response import BaseHTTPResponse
 
-# payment_http reads httpx's list here.
-from adapters.providers.http_client import NOTHING_SENT as NOTHING_SENT  # noqa: PLC0414
-from adapters.providers.http_client import ProviderPool, TransportFailedError
+from adapters.providers.http_client import (
+    ProviderPool,
+    TransportFailedError,
+    described,
+    json_answer,
+    json_body,
+    reason_phrase,
+    retry_after,
+    succeeded,
+)
 from application.email import (
     DeliveryStatus,
     EmailSendError,
@@ -68,16 +70,13 @@ class HttpEmailProvider:
         response = self._request(
             "POST",
             "/messages",
-            # The bytes httpx's json= wrote: compact, UTF-8.
-            json.dumps(
-                body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            ).encode(),
+            json_body(body),
             {"Content-Type": "application/json", "Idempotency-Key": idempotency_key},
         )
-        if not _success(response):
+        if not succeeded(response):
             raise _refusal(response)
         try:
-            provider_id = _json(response).get("id")
+            provider_id = json_answer(response).get("id")
         except (ValueError, AttributeError):  # accepted all the same: 2xx says so
             provider_id = None
         return SendResult(
@@ -95,7 +94,7 @@ class HttpEmailProvider:
             raise TransientSendError(str(error)) from error
         if response.status == NOT_FOUND:
             return DeliveryStatus.NOT_FOUND
-        if not _success(response):
+        if not succeeded(response):
             # The port promises one class for a failed lookup: nothing can be
             # concluded from it, whatever the status, so ask again later.
             refusal = _refusal(response)
@@ -114,29 +113,13 @@ class HttpEmailProvider:
         try:
             return self._pool.request(method, path, body, headers)
         except TransportFailedError as failed:
-            said = _describe(failed.cause, failed.name)
-            raise classify_transport(failed.stage, said) from failed
-
-
-def _json(response: BaseHTTPResponse) -> Any:
-    """The body read as JSON; ValueError when it is not (empty included)."""
-    return json.loads(response.data or b"")  # None: a response built bodiless
-
-
-def _success(response: BaseHTTPResponse) -> bool:
-    return 200 <= response.status < 300  # noqa: PLR2004 - the 2xx range
+            raise classify_transport(failed.stage, described(failed)) from failed
 
 
 def _refusal(response: BaseHTTPResponse) -> EmailSendError:
-    # The server's own reason phrase, the standard one when there is none.
-    phrase = response.reason
-    if phrase is None:
-        try:
-            phrase = HTTPStatus(response.status).phrase
-        except ValueError:
-            phrase = ""
+    phrase = reason_phrase(response)
     try:
-        detail = str(_json(response).get("detail") or phrase)
+        detail = str(json_answer(response).get("detail") or phrase)
     except (ValueError, AttributeError):
         detail = phrase
     # A refusal may quote the recipient ("not an address: 'ann@...'"); the error's
@@ -144,27 +127,5 @@ def _refusal(response: BaseHTTPResponse) -> EmailSendError:
     return classify_http_status(
         response.status,
         without_addresses(detail),
-        _retry_after(response.headers.get("Retry-After")),
+        retry_after(response.headers.get("Retry-After")),
     )
-
-
-def _retry_after(value: str | None) -> float | None:
-    """RFC 9110: delay-seconds or an HTTP-date; None when absent or unreadable."""
-    if value is None:
-        return None
-    if value.strip().isdigit():
-        return float(value.strip())
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _describe(error: Exception, name: str | None = None) -> str:
-    """`name` (httpx's for the failure, see http_client) or the error's class."""
-    name = name or type(error).__name__
-    said = without_addresses(str(error))
-    return f"{name}: {said}" if said else name

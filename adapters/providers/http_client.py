@@ -1,21 +1,24 @@
 """One bounded HTTP client for a provider: every phase has a timeout, so a provider
 that hangs costs a timeout, never a worker or a saga.
 
-The payment adapter's is an httpx `Client` (low volume); the e-mail adapter's, one
-call per e-mail on the notifications worker's two shared cores, is a urllib3 pool
-at about half of httpx's CPU per request
-(docs/decisions/2026-11-30-email-provider-over-urllib3.md). Both say how far a
-failed request got, which decides whether its outcome is unknown.
+Both provider adapters (e-mail and payment) send through `ProviderPool`, a urllib3
+pool at about half of httpx's CPU per request
+(docs/decisions/2026-11-30-email-provider-over-urllib3.md), which says how far a
+failed request got: that decides whether its outcome is unknown. The answer's
+reading shared by both (JSON, `Retry-After`, a failure's words) is here too.
 """
 
 from __future__ import annotations
 
+import email.utils
 import http.client
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
-import httpx
 from urllib3 import Timeout, connection, connectionpool, make_headers
 from urllib3.exceptions import (
     ClosedPoolError,
@@ -31,25 +34,7 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util import Url, parse_url
 
 from application.email import Stage
-
-# httpx raises these before a byte of the request went out: the provider saw nothing.
-NOTHING_SENT = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
-    httpx.LocalProtocolError,
-)
-
-
-def provider_client(
-    base_url: str, setting: str, *, connect_timeout_s: float, read_timeout_s: float
-) -> httpx.Client:
-    """`setting` names the variable to fix when the URL is not http(s)://host."""
-    url = httpx.URL(base_url)
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ValueError(f"{setting} must look like http://host:port, got {base_url!r}")
-    timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
-    return httpx.Client(base_url=url, timeout=timeout)
+from application.personal_data import without_addresses
 
 
 class TransportFailedError(Exception):
@@ -136,6 +121,54 @@ class ProviderPool:
             raise  # used after close(): a bug, not the provider's answer
         except HTTPError as error:  # the request was being written or answered
             raise TransportFailedError(Stage.SENT, _name(error), error) from error
+
+
+def json_body(body: Mapping[str, object]) -> bytes:
+    """Compact UTF-8 JSON, as httpx's `json=` wrote it; NaN is no JSON."""
+    return json.dumps(
+        body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode()
+
+
+def json_answer(response: BaseHTTPResponse) -> Any:
+    """The body read as JSON; ValueError when it is not (empty included)."""
+    return json.loads(response.data or b"")  # None: a response built bodiless
+
+
+def reason_phrase(response: BaseHTTPResponse) -> str:
+    """The server's own reason phrase, the standard one when it sent none."""
+    if response.reason is not None:
+        return response.reason
+    try:
+        return HTTPStatus(response.status).phrase
+    except ValueError:
+        return ""
+
+
+def succeeded(response: BaseHTTPResponse) -> bool:
+    return 200 <= response.status < 300  # noqa: PLR2004 - the 2xx range
+
+
+def retry_after(value: str | None) -> float | None:
+    """RFC 9110: delay-seconds or an HTTP-date; None when absent or unreadable."""
+    if value is None:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def described(failed: TransportFailedError) -> str:
+    """What failed, in the words Club stores: no address survives (a provider's
+    error may quote one; docs/guarantees.md)."""
+    said = without_addresses(str(failed.cause))
+    return f"{failed.name}: {said}" if said else failed.name
 
 
 def _parsed(base_url: str) -> Url | None:

@@ -15,12 +15,19 @@ from __future__ import annotations
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import httpx
+from urllib3.response import BaseHTTPResponse
 
-from adapters.providers.email_http import NOTHING_SENT, _describe, _retry_after
-
-# The same transport facts as the e-mail client: one reading of httpx for both.
-from adapters.providers.http_client import provider_client
+# The same client as the e-mail adapter's: one reading of how far a request got.
+from adapters.providers.http_client import (
+    ProviderPool,
+    TransportFailedError,
+    described,
+    json_answer,
+    json_body,
+    reason_phrase,
+    retry_after,
+    succeeded,
+)
 from application.payment import (
     Payment,
     PaymentError,
@@ -28,7 +35,6 @@ from application.payment import (
     PaymentStatus,
     Refund,
     RefundStatus,
-    Stage,
     TransientPaymentError,
     check_amount,
     check_key,
@@ -41,6 +47,8 @@ NOT_FOUND = 404
 CHARGED = {"pending": PaymentStatus.PENDING, "captured": PaymentStatus.CAPTURED}
 LOOKED_UP = CHARGED | {"declined": PaymentStatus.DECLINED}
 REFUNDED = {"pending": RefundStatus.PENDING, "succeeded": RefundStatus.SUCCEEDED}
+# The saga calls from a handful of threads; money moves at human speed.
+CONNECTIONS = 4
 
 
 class HttpPaymentProvider:
@@ -51,15 +59,16 @@ class HttpPaymentProvider:
         connect_timeout_s: float = 2.0,
         read_timeout_s: float = 10.0,
     ) -> None:
-        self._client = provider_client(
+        self._pool = ProviderPool(
             base_url,
             "CLUB_PAYMENT_PROVIDER_URL",
             connect_timeout_s=connect_timeout_s,
             read_timeout_s=read_timeout_s,
+            connections=CONNECTIONS,
         )
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.close()
 
     def charge(
         self, reference: str, amount_cents: int, idempotency_key: str
@@ -117,9 +126,9 @@ class HttpPaymentProvider:
             response = self._request("GET", path)
         except PaymentOutcomeUnknownError as error:  # a lookup changes nothing
             raise TransientPaymentError(str(error)) from error
-        if response.status_code == NOT_FOUND:
+        if response.status == NOT_FOUND:
             return None
-        if not response.is_success:
+        if not succeeded(response):
             refusal = _refusal(response)
             if isinstance(refusal, TransientPaymentError):
                 raise refusal
@@ -135,31 +144,33 @@ class HttpPaymentProvider:
         path: str,
         idempotency_key: str | None = None,
         json: dict[str, object] | None = None,
-    ) -> httpx.Response:
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+    ) -> BaseHTTPResponse:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        body = None
+        if json is not None:
+            body = json_body(json)
+            headers["Content-Type"] = "application/json"
         try:
-            return self._client.request(method, path, json=json, headers=headers)
-        except NOTHING_SENT as error:
-            raise classify_transport(Stage.NOT_SENT, _describe(error)) from error
-        except httpx.TransportError as error:
-            raise classify_transport(Stage.SENT, _describe(error)) from error
+            return self._pool.request(method, path, body, headers)
+        except TransportFailedError as failed:
+            raise classify_transport(failed.stage, described(failed)) from failed
 
 
-def _accepted(response: httpx.Response) -> dict[str, Any]:
-    if not response.is_success:
+def _accepted(response: BaseHTTPResponse) -> dict[str, Any]:
+    if not succeeded(response):
         raise _refusal(response)
     return _object(response)
 
 
-def _object(response: httpx.Response) -> dict[str, Any]:
+def _object(response: BaseHTTPResponse) -> dict[str, Any]:
     # A 2xx whose body we cannot read still moved money: the outcome is unknown.
     try:
-        body = response.json()
+        body = json_answer(response)
     except ValueError:
         body = None
     if not isinstance(body, dict):
         raise PaymentOutcomeUnknownError(
-            f"provider answered {response.status_code} with an unreadable body"
+            f"provider answered {response.status} with an unreadable body"
         )
     return body
 
@@ -186,18 +197,18 @@ def _lookup_answer(table: dict[str, S], value: object) -> S:
         raise TransientPaymentError(str(error)) from error
 
 
-def _refusal(response: httpx.Response) -> PaymentError:
+def _refusal(response: BaseHTTPResponse) -> PaymentError:
     try:
-        body = response.json()
+        body = json_answer(response)
     except ValueError:
         body = None
     body = body if isinstance(body, dict) else {}
-    detail = str(body.get("detail") or response.reason_phrase)
+    detail = str(body.get("detail") or reason_phrase(response))
     reason, payment_id = body.get("decline_reason"), body.get("payment_id")
     return classify_http_status(
-        response.status_code,
+        response.status,
         detail,
-        _retry_after(response.headers.get("Retry-After")),
+        retry_after(response.headers.get("Retry-After")),
         decline_reason=reason if isinstance(reason, str) else None,
         payment_id=payment_id if isinstance(payment_id, str) else None,
     )

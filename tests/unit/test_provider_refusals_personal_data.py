@@ -8,7 +8,8 @@ import smtplib
 from urllib3 import HTTPResponse
 
 from adapters.providers import email_http, email_smtp
-from application.email import PermanentSendError, TransientSendError
+from adapters.providers.http_client import TransportFailedError, described
+from application.email import PermanentSendError, Stage, TransientSendError
 
 ADDRESS = "ann.o'hara+yoga@example.org"
 
@@ -34,5 +35,6 @@ def test_an_smtp_reply_keeps_its_code_not_the_address() -> None:
 def test_a_transport_error_that_names_an_address_is_described_without_it() -> None:
     error = smtplib.SMTPRecipientsRefused({ADDRESS: (450, b"try later")})
     assert ADDRESS not in email_smtp._describe(error)
-    assert ADDRESS not in email_http._describe(OSError(f"lost {ADDRESS}"))
+    lost = TransportFailedError(Stage.SENT, "NetworkError", OSError(f"lost {ADDRESS}"))
+    assert described(lost) == "NetworkError: lost <e-mail>"
     assert isinstance(email_http._refusal(HTTPResponse(status=503)), TransientSendError)
