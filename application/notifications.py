@@ -255,11 +255,15 @@ class Notifier:
         found = self._store.open(request)
         if found.state is State.SENT:
             return Done()  # a redelivery after the commit, before the ack
-        if found.state is State.DEAD_LETTERED and not request.replayed:
+        # A replay starts the count afresh once, where the DLQ left the row; its
+        # own redeliveries count on, so a replay is bounded like any delivery.
+        fresh = request.replayed and found.state is State.DEAD_LETTERED
+        if found.state is State.DEAD_LETTERED and not fresh:
             return GiveUp(found.last_error or "dead-lettered before")
-        attempts = 0 if request.replayed else found.attempts
-        if found.state in (State.SENDING, State.UNKNOWN):
-            settled = self._reconcile(request.event_id)
+        attempts = 0 if fresh else found.attempts
+        if fresh or found.state in (State.SENDING, State.UNKNOWN):
+            # An earlier attempt may have been accepted (a dead letter's too).
+            settled = self._reconcile(request.event_id, attempts, replay=fresh)
             if settled is not None:
                 return settled
         return self._send(request, attempts + 1, profile)
@@ -280,19 +284,30 @@ class Notifier:
             amount_cents=amount,
         )
 
-    def _reconcile(self, event_id: UUID) -> Outcome | None:
+    def _reconcile(
+        self, event_id: UUID, attempts: int, *, replay: bool = False
+    ) -> Outcome | None:
         """An earlier attempt may have been accepted: ask before sending again.
-        None: the provider holds nothing under the key, so sending is safe."""
+        None: the provider holds nothing under the key, so sending is safe — or it
+        cannot tell (SMTP) and a person chose to send again (`replay`)."""
         try:
             status = self._provider.status(provider_key(event_id))
         except TransientSendError as error:
-            said = _said(error)
-            self._store.mark(event_id, State.UNKNOWN, error=said)
-            return Retry(self._policy.delay(1, error.retry_after), said)
+            # A failed lookup is an attempt too: a provider that never answers
+            # one ends in the DLQ, not in lookups for ever.
+            said, tries = _said(error), attempts + 1
+            if tries >= self._policy.max_attempts:
+                reason = f"outcome unknown, {tries} status lookups failed: {said}"
+                self._store.mark(
+                    event_id, State.DEAD_LETTERED, attempts=tries, error=reason
+                )
+                return GiveUp(reason)
+            self._store.mark(event_id, State.UNKNOWN, attempts=tries, error=said)
+            return Retry(self._policy.delay(tries, error.retry_after), said)
         if status is DeliveryStatus.ACCEPTED:
             self._store.mark(event_id, State.SENT)
             return Done()
-        if status is DeliveryStatus.UNKNOWN:  # no lookup (SMTP): a person decides
+        if status is DeliveryStatus.UNKNOWN and not replay:  # SMTP: a person decides
             reason = "outcome unknown and the provider offers no status lookup"
             self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
             return GiveUp(reason)
@@ -357,6 +372,10 @@ class Notifier:
             return Retry(self._policy.delay(attempt, error.retry_after), said)
         except OutcomeUnknownError as error:
             said = _said(error, profile)
+            if attempt >= self._policy.max_attempts:  # a replay looks it up first
+                reason = f"outcome unknown after {attempt} attempts: {said}"
+                self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
+                return GiveUp(reason)
             self._store.mark(event_id, State.UNKNOWN, error=said)
             return Retry(self._policy.unknown_delay, said)
         self._store.mark(event_id, State.SENT, provider_id=result.provider_id)

@@ -17,7 +17,7 @@ import attrs
 from nats.js import JetStreamContext
 
 from adapters.nats.dead_letters import Owner
-from adapters.nats.worker import Job, RateLimit, Worker
+from adapters.nats.worker import Job, Outage, RateLimit, Worker
 from adapters.postgres.first_failures import FirstFailures
 from application.contracts.envelope import Envelope
 from application.email import EmailProvider
@@ -109,6 +109,8 @@ def _notification_worker(
         failures=FirstFailures(deps.container.engine),
         concurrency=NOTIFICATION_SLOTS,
         rate=RateLimit(deps.settings.email_rate_per_s),
+        # One bound for every transient failure of an e-mail, ours or the provider's.
+        outage=Outage(attempts=deps.settings.notify_max_attempts),
     )
 
 

@@ -15,7 +15,11 @@ into the broker's verbs:
 - `GiveUp(reason)`: copy to `CLUB_DLQ` with the reason, the owner (by the event's
   type) and the first failure's time, then terminate;
 - a message that cannot be read: dead-lettered at once (permanent);
-- our own database unreachable: NAK with a backoff delay (transient), never a DLQ;
+- our own database unreachable (transient): NAK with a delay that grows with the
+  message's deliveries (full jitter, capped; `Outage`), and every slot rests as long
+  before it pulls again, so an outage holds at most a slot's worth of messages
+  instead of cycling the whole stream through failures; after `Outage.attempts`
+  deliveries the message is dead-lettered (its content may be what times out);
 - any other error (a bug this message meets): NAK with a growing delay, and after
   `POISON_ATTEMPTS` deliveries dead-lettered with the error: never a worker that
   exits, never a message retried for ever.
@@ -24,10 +28,13 @@ into the broker's verbs:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import random
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+import attrs
 import structlog
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
@@ -65,6 +72,24 @@ POISON_DELAY_S = 1.0  # then doubled per delivery
 
 # A job for one message: its outcome, or None when the message asks for no work.
 Job = Callable[[Envelope, bool], Awaitable[Outcome | None]]
+
+
+def _full_jitter(ceiling: float) -> float:
+    return random.uniform(0, ceiling)  # noqa: S311 - jitter, not secrecy
+
+
+@attrs.frozen
+class Outage:
+    """How a worker waits out its own side failing (our database unreachable)."""
+
+    attempts: int = 10  # deliveries, then the DLQ (CLUB_NOTIFY_MAX_ATTEMPTS)
+    first_s: float = 1.0
+    cap_s: float = 60.0
+    jitter: Callable[[float], float] = _full_jitter
+
+    def delay(self, delivered: int) -> float:
+        """Jittered under a ceiling that doubles with each delivery, capped."""
+        return self.jitter(min(self.cap_s, self.first_s * 2 ** max(delivered - 1, 0)))
 
 
 async def ensure_worker_consumer(
@@ -132,6 +157,7 @@ class Worker:
         concurrency: int = 8,
         rate: RateLimit | None = None,
         fetch_timeout: float = 1.0,
+        outage: Outage | None = None,
     ) -> None:
         self.name = name
         self._js = js
@@ -141,6 +167,8 @@ class Worker:
         self._concurrency = concurrency
         self._rate = rate
         self._fetch_timeout = fetch_timeout
+        self._outage = outage or Outage()
+        self._resting_until = 0.0  # monotonic: no slot pulls before it
 
     async def run(self, stop: asyncio.Event) -> None:
         """`concurrency` slots on the live events, one on what a replay hands back.
@@ -169,6 +197,8 @@ class Worker:
     ) -> None:
         backoff = Backoff()
         while not stop.is_set():
+            if await self._rest(stop):
+                continue
             try:
                 msgs = await sub.fetch(1, timeout=self._fetch_timeout)
             except (NatsTimeoutError, TimeoutError):
@@ -180,6 +210,15 @@ class Worker:
             backoff.reset()
             for msg in msgs:
                 await self.handle(msg)
+
+    async def _rest(self, stop: asyncio.Event) -> bool:
+        """While our side is down, no slot pulls: True after a rest (or a stop)."""
+        wait = self._resting_until - time.monotonic()
+        if wait <= 0:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), wait)
+        return True
 
     async def handle(self, msg: Msg) -> None:
         """One message; every log line meanwhile names this worker (`consumer`)
@@ -208,10 +247,7 @@ class Worker:
             with failures_seen() as seen:  # the provider's, for the retry's class
                 outcome = await self._job(envelope, replayed)
         except TRANSIENT as e:  # our database: nothing decided, try again later
-            count_retries(self.name, "transient")
-            delay = Backoff().next_delay()
-            log.warning("worker.retry", worker=self.name, error=describe(e))
-            await _quietly(msg.nak(delay=delay))
+            await self._wait_out(msg, seq, e)
             return
         except ValueError as e:  # unreadable data or an unknown schema: permanent
             await self._give_up(msg, seq, f"unreadable: {e}")
@@ -245,6 +281,20 @@ class Worker:
                 await _quietly(msg.nak(delay=delay))
             case GiveUp(reason=reason):
                 await self._give_up(msg, seq, reason)
+
+    async def _wait_out(self, msg: Msg, seq: int, error: Exception) -> None:
+        delivered = msg.metadata.num_delivered or 1
+        if delivered >= self._outage.attempts:
+            reason = f"our side failed on {delivered} deliveries: {describe(error)}"
+            await self._give_up(msg, seq, reason)
+            return
+        count_retries(self.name, "transient")
+        delay = self._outage.delay(delivered)
+        self._resting_until = max(self._resting_until, time.monotonic() + delay)
+        log.warning(
+            "worker.retry", worker=self.name, delay=delay, error=describe(error)
+        )
+        await _quietly(msg.nak(delay=delay))
 
     async def _give_up(self, msg: Msg, seq: int, reason: str) -> None:
         first: datetime | None = datetime.now(UTC)  # unless an earlier one failed

@@ -264,6 +264,96 @@ def test_a_replayed_dead_letter_is_tried_afresh_once(notifier, provider, store) 
     assert provider_key(asked.event_id) in provider.accepted
 
 
+def replay_of(asked: NotificationRequest) -> NotificationRequest:
+    return request(
+        event_id=asked.event_id,
+        enrollment_id=asked.enrollment_id,
+        lesson_id=asked.lesson_id,
+        replayed=True,
+    )
+
+
+class FailingLookup(ScriptedProvider):
+    def status(self, idempotency_key: str) -> DeliveryStatus:
+        raise TransientSendError("status lookup: ReadTimeout")
+
+
+def test_an_outcome_never_known_is_bounded_then_dead_lettered(
+    notifier, provider, store
+) -> None:
+    """A provider that times out after every request: looked up (nothing there),
+    sent again, unknown again — three attempts, then the DLQ, not for ever."""
+    asked = request()
+    provider.script = [fail(OutcomeUnknownError("ReadTimeout"))] * 3
+    outcomes = [notifier.handle(asked) for _ in range(3)]
+    assert [type(o) for o in outcomes] == [Retry, Retry, GiveUp]
+    assert "outcome unknown after 3 attempts" in outcomes[2].reason
+    assert provider.sends == 3  # each after a lookup found nothing
+    assert state(store, asked.event_id) is State.DEAD_LETTERED
+
+
+def test_a_status_lookup_that_always_fails_is_bounded_then_dead_lettered(
+    store, students
+) -> None:
+    provider = FailingLookup()
+    policy = RetryPolicy(max_attempts=4, first_delay=1.0, max_delay=100.0)
+    notifier = build_notifier(provider, store, students, policy)
+    asked = request()
+    provider.script = [fail(OutcomeUnknownError("ReadTimeout"))]
+    outcomes = [notifier.handle(asked) for _ in range(4)]
+    assert [type(o) for o in outcomes] == [Retry, Retry, Retry, GiveUp]
+    # Each failed lookup counts: the ceilings of the jittered delays double.
+    assert outcomes[1].delay <= 2.0
+    assert outcomes[2].delay <= 4.0
+    assert "4 status lookups failed" in outcomes[3].reason
+    assert provider.sends == 1  # never resent while the outcome is not known
+    assert state(store, asked.event_id) is State.DEAD_LETTERED
+
+
+def test_a_replayed_dead_letter_the_provider_holds_is_not_sent_again(
+    notifier, provider, store
+) -> None:
+    """Dead-lettered with its outcome unknown, though the provider had it: the
+    replay looks the key up first, and records `sent`."""
+    asked = request()
+    provider.script = [accept_then_lose_reply(provider)] + [
+        fail(OutcomeUnknownError("ReadTimeout"))
+    ] * 2
+    provider.lookup = DeliveryStatus.NOT_FOUND  # the lookups said nothing yet
+    assert isinstance([notifier.handle(asked) for _ in range(3)][-1], GiveUp)
+    provider.lookup = None  # now it answers: accepted
+    assert notifier.handle(replay_of(asked)) == Done()
+    assert provider.sends == 3
+    assert state(store, asked.event_id) is State.SENT
+
+
+def test_a_replay_is_bounded_like_any_delivery(notifier, provider, store) -> None:
+    """Its redeliveries carry the replay mark too: only the first starts afresh."""
+    asked = request()
+    provider.script = [fail(PermanentSendError("400: mailbox full"))] + [
+        fail(TransientSendError("503"))
+    ] * 3
+    notifier.handle(asked)
+    replay = replay_of(asked)
+    outcomes = [notifier.handle(replay) for _ in range(3)]
+    assert [type(o) for o in outcomes] == [Retry, Retry, GiveUp]
+    assert provider.sends == 4
+    assert state(store, asked.event_id) is State.DEAD_LETTERED
+
+
+def test_without_a_status_lookup_a_replay_is_a_persons_choice_to_send(
+    notifier, provider, store
+) -> None:
+    asked = request()
+    provider.script = [fail(OutcomeUnknownError("SMTP connection dropped"))]
+    notifier.handle(asked)
+    provider.lookup = DeliveryStatus.UNKNOWN
+    assert isinstance(notifier.handle(asked), GiveUp)
+    assert notifier.handle(replay_of(asked)) == Done()
+    assert provider.sends == 2
+    assert state(store, asked.event_id) is State.SENT
+
+
 # -- the purchase saga's e-mails ---------------------------------------------
 
 

@@ -1,0 +1,133 @@
+"""A worker whose own database is down: the delay grows, every slot rests instead of
+cycling the stream through failures, and a message that keeps meeting it (its content
+may be what times out) ends in the DLQ after a bounded number of deliveries."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from uuid import uuid4
+
+import psycopg
+
+from adapters.nats.dlq import dead_letters
+from adapters.nats.worker import Job, Outage, Worker, ensure_worker_consumer
+from adapters.postgres.first_failures import FirstFailures
+from application.dlq_owners import DlqOwners
+from application.notifications import Done
+from tests.integration.helpers import run, with_js, working
+from tests.integration.test_hostile_messages import (
+    LESSON_SUBJECT,
+    encoded,
+    lesson_body,
+    publish,
+)
+
+DOWN = psycopg.OperationalError("connection refused: is the server running?")
+
+
+def outage_worker(container, js, name: str, job: Job, outage: Outage) -> Worker:
+    return Worker(
+        name=name,
+        js=js,
+        job=job,
+        owner=DlqOwners.parse(
+            f"{name}=team-mail", consumers=[name], event_types=["LessonScheduled"]
+        ).for_consumer(name),
+        failures=FirstFailures(container.engine),
+        concurrency=4,
+        outage=outage,
+    )
+
+
+async def queued(js, name: str, n: int) -> set[str]:
+    """`n` events on a durable of their own; their event ids."""
+    await ensure_worker_consumer(js, name, LESSON_SUBJECT, ack_wait=30)
+    ours = set()
+    for _ in range(n):
+        body = lesson_body(uuid4())
+        ours.add(body["event_id"])
+        await publish(js, encoded(body))
+    return ours
+
+
+def test_a_message_that_keeps_meeting_our_outage_is_dead_lettered_with_why(
+    container, migrated
+) -> None:
+    _, nats_url = migrated
+    name = f"outage-{uuid4().hex[:6]}"
+    calls: list[float] = []
+
+    async def job(envelope, _replayed):
+        if str(envelope.event_id) not in ours:
+            return  # other tests' lessons
+        calls.append(time.monotonic())
+        raise DOWN
+
+    async def body(js, _nc):
+        nonlocal ours
+        ours = await queued(js, name, 1)
+        outage = Outage(attempts=4, first_s=0.1, cap_s=0.4, jitter=lambda c: c)
+        async with working(outage_worker(container, js, name, job, outage)):
+            for _ in range(100):
+                entries = [e async for e in dead_letters(js, name)]
+                if entries:
+                    return entries
+                await asyncio.sleep(0.1)
+        raise AssertionError("never dead-lettered")
+
+    ours: set[str] = set()
+    [entry] = run(with_js(nats_url, body))
+    assert json.loads(entry.data)["event_id"] in ours
+    assert entry.reason.startswith("our side failed on 4 deliveries: OperationalError")
+    assert entry.owner == "team-mail"
+    assert entry.deliveries == 4
+    assert len(calls) == 4
+    # The waits between deliveries grew: 0.1, 0.2, 0.4 (capped), each at least.
+    gaps = [b - a for a, b in itertools.pairwise(calls)]
+    assert all(g >= want * 0.9 for g, want in zip(gaps, (0.1, 0.2, 0.4), strict=True))
+
+
+def test_during_an_outage_slots_rest_then_every_message_is_handled_once(
+    container, migrated
+) -> None:
+    """40 queued, 4 slots, our database down: one message a slot is tried, then
+    every slot rests (without it the 40 would each fail at once, over and over);
+    once it is back, each of the 40 is done once."""
+    _, nats_url = migrated
+    name = f"outage-{uuid4().hex[:6]}"
+    down = True
+    tried: list[str] = []
+    done: list[str] = []
+
+    async def job(envelope, _replayed):
+        event_id = str(envelope.event_id)
+        if event_id not in ours:
+            return None
+        tried.append(event_id)
+        if down:
+            raise DOWN
+        done.append(event_id)
+        return Done()
+
+    async def body(js, _nc):
+        nonlocal ours, down
+        ours = await queued(js, name, 40)
+        outage = Outage(attempts=100, first_s=0.6, cap_s=0.6, jitter=lambda c: c)
+        async with working(outage_worker(container, js, name, job, outage)):
+            await asyncio.sleep(0.4)  # within the first rest
+            tried_while_down = len(tried)
+            down = False
+            for _ in range(200):
+                if len(set(done)) == len(ours):
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # nothing more arrives after the last
+        return tried_while_down
+
+    ours: set[str] = set()
+    tried_while_down = run(with_js(nats_url, body))
+    assert 1 <= tried_while_down <= 4  # one message per slot at most
+    assert sorted(done) == sorted(ours)  # each once: acked after it was done
