@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from rich.console import Console
 from rich.table import Table
 
-from adapters.nats.dlq import DeadLetter, dead_letters
+from adapters.nats.dlq import DeadLetter, check_consumer, dead_letters
 from adapters.nats.replay import ReplayReport, ReplayRequest, replay
 from adapters.nats.streams import connect
 from adapters.postgres.database import create_engine
@@ -46,6 +46,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def list_command(settings: Settings, args: argparse.Namespace) -> int:
     _, nats_url = settings.require_services()
+    if args.consumer is not None:
+        try:
+            check_consumer(args.consumer)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     entries = asyncio.run(_collect(nats_url, args.consumer))
     if args.json:
         for entry in entries:

@@ -14,6 +14,7 @@ message again, that is a new failure and a new entry.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -58,6 +59,15 @@ class DeadLetter:
         return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
 
 
+def check_consumer(name: str) -> str:
+    """One consumer's name, as a subject token: a `>` or `*` (or a dot) would make
+    `club.dlq.<name>` a pattern over other consumers' entries."""
+    if not CONSUMER_NAME.fullmatch(name):
+        msg = f"--consumer names one consumer (letters, digits, - and _), not {name!r}"
+        raise ValueError(msg)
+    return name
+
+
 def replay_durable(consumer: str) -> str:
     return f"{consumer}-replay"
 
@@ -74,6 +84,9 @@ async def ensure_replay_consumer(
         filter_subject=f"{REPLAY_PREFIX}.{consumer}.>",
         max_ack_pending=1_000,
     )
+
+
+CONSUMER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a subject token
 
 
 def replay_subject(consumer: str, original_subject: str) -> str:

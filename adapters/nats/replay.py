@@ -19,7 +19,7 @@ import attrs
 import sqlalchemy as sa
 from nats.js import JetStreamContext
 
-from adapters.nats.dlq import DeadLetter, dead_letters, hand_back
+from adapters.nats.dlq import DeadLetter, check_consumer, dead_letters, hand_back
 from adapters.postgres.tables import dlq_replays
 from adapters.reasons import one_line
 
@@ -34,8 +34,7 @@ class ReplayRequest:
     dry_run: bool = False
 
     def __attrs_post_init__(self) -> None:
-        if not self.consumer:
-            raise ValueError("name the consumer whose dead letters to replay")
+        check_consumer(self.consumer)
         if not self.reason.strip():
             raise ValueError("say why (--reason): the replay is audited")
         if self.batch < 1:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -29,7 +28,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from nats.js import JetStreamContext
 
-from adapters.nats.dlq import DeadLetter, dead_letters
+from adapters.nats.dlq import CONSUMER_NAME, DeadLetter, dead_letters
 from adapters.nats.replay import ReplayReport, ReplayRequest, replay
 from adapters.postgres.tables import dlq_replays
 from entrypoints.bootstrap import Container
@@ -62,7 +61,6 @@ MAX_BATCH = 100  # entries one replay from the page hands back, at most
 RATE_PER_S = 50.0  # 100 in 2 s: inside the request deadline
 READ_LIMIT = 200  # dead letters read per page view for their reasons
 MAX_REASON = 200
-CONSUMER = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a subject token: no dots, no wildcards
 SAMPLE_EVERY_S = 5.0
 UNAUTHENTICATED = 401
 
@@ -261,7 +259,7 @@ async def _form(request: Request) -> dict[str, str]:
 
 def _refusal(form: dict[str, str]) -> Response | None:
     consumer, reason = form.get("consumer", ""), form.get("reason", "").strip()
-    if not CONSUMER.fullmatch(consumer):
+    if not CONSUMER_NAME.fullmatch(consumer):
         return _bad_form("name the consumer whose dead letters to replay")
     if not reason:
         return _bad_form("say why: the replay is audited with the reason")
