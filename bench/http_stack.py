@@ -12,6 +12,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -74,19 +75,26 @@ def api_process(
     api_workers({"CLUB_API_WORKERS": str(workers)})  # the same bounds as club api
     port = free_port()
     env = api_env(database_url, nats_url) | {"PEER_DATABASE_URL": database_url}
-    proc = subprocess.Popen(
-        stack.command(app, port, workers),
-        env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_ready(base, 60, process=proc)
-        yield base
-    finally:
-        proc.terminate()
+    # What it says goes to a file, shown only if it fails to start.
+    with tempfile.TemporaryFile() as said:
+        proc = subprocess.Popen(
+            stack.command(app, port, workers),
+            env=env,
+            stdout=subprocess.DEVNULL, stderr=said,
+        )  # fmt: skip
         try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            base = f"http://127.0.0.1:{port}"
+            try:
+                wait_ready(base, 60, process=proc)
+            except (RuntimeError, TimeoutError) as e:
+                said.seek(0)
+                tail = said.read().decode(errors="replace")[-2000:]
+                raise RuntimeError(f"{e}; it said:\n{tail}") from e
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
