@@ -16,10 +16,12 @@ into the broker's verbs:
   type) and the first failure's time, then terminate;
 - a message that cannot be read: dead-lettered at once (permanent);
 - our own database unreachable (transient): NAK with a delay that grows with the
-  message's deliveries (full jitter, capped; `Outage`), and every slot rests as long
-  before it pulls again, so an outage holds at most a slot's worth of messages
-  instead of cycling the whole stream through failures; after `Outage.attempts`
-  deliveries the message is dead-lettered (its content may be what times out);
+  message's deliveries (full jitter, capped; `Outage`), and every slot rests before
+  it pulls again, a rest that grows with each wave of failures and starts afresh
+  after any job that got through: an outage holds a slot's worth of messages
+  instead of cycling the whole stream through failures, and one message that fails
+  alone holds nobody up for long; after `Outage.attempts` deliveries the message is
+  dead-lettered (its content may be what times out);
 - any other error (a bug this message meets): NAK with a growing delay, and after
   `POISON_ATTEMPTS` deliveries dead-lettered with the error: never a worker that
   exits, never a message retried for ever.
@@ -169,6 +171,7 @@ class Worker:
         self._fetch_timeout = fetch_timeout
         self._outage = outage or Outage()
         self._resting_until = 0.0  # monotonic: no slot pulls before it
+        self._failed_waves = 0  # rests in a row that ended in another failure
 
     async def run(self, stop: asyncio.Event) -> None:
         """`concurrency` slots on the live events, one on what a replay hands back.
@@ -246,6 +249,7 @@ class Worker:
         try:
             with failures_seen() as seen:  # the provider's, for the retry's class
                 outcome = await self._job(envelope, replayed)
+            self._failed_waves = 0  # our side answered
         except TRANSIENT as e:  # our database: nothing decided, try again later
             await self._wait_out(msg, seq, e)
             return
@@ -289,12 +293,20 @@ class Worker:
             await self._give_up(msg, seq, reason)
             return
         count_retries(self.name, "transient")
+        self._rest_longer()
         delay = self._outage.delay(delivered)
-        self._resting_until = max(self._resting_until, time.monotonic() + delay)
         log.warning(
             "worker.retry", worker=self.name, delay=delay, error=describe(error)
         )
         await _quietly(msg.nak(delay=delay))
+
+    def _rest_longer(self) -> None:
+        """A failure after the last rest ended is one more wave: the next rest's
+        ceiling doubles. Failures of the same wave (the other slots') do not."""
+        now = time.monotonic()
+        if now >= self._resting_until:
+            self._failed_waves += 1
+            self._resting_until = now + self._outage.delay(self._failed_waves)
 
     async def _give_up(self, msg: Msg, seq: int, reason: str) -> None:
         first: datetime | None = datetime.now(UTC)  # unless an earlier one failed

@@ -131,3 +131,48 @@ def test_during_an_outage_slots_rest_then_every_message_is_handled_once(
     tried_while_down = run(with_js(nats_url, body))
     assert 1 <= tried_while_down <= 4  # one message per slot at most
     assert sorted(done) == sorted(ours)  # each once: acked after it was done
+
+
+def test_one_message_failing_alone_holds_the_others_up_for_one_short_rest(
+    container, migrated
+) -> None:
+    """A message whose own statement times out is transient to PostgreSQL: it is
+    retried with its own growing delay (1, 2, 4 s), but the slots' rest after each
+    of its failures starts afresh, since other jobs got through in between — the
+    e-mails arriving meanwhile wait at most one first rest (1 s), not 2, then 4."""
+    _, nats_url = migrated
+    name = f"outage-{uuid4().hex[:6]}"
+    failed: list[float] = []
+    done: dict[str, float] = {}
+
+    async def job(envelope, _replayed):
+        event_id = str(envelope.event_id)
+        if event_id == poison:
+            failed.append(time.monotonic())
+            raise psycopg.errors.QueryCanceled("canceling statement: timeout")
+        if event_id in ours:
+            done.setdefault(event_id, time.monotonic())
+            return Done()
+        return None
+
+    async def body(js, _nc):
+        nonlocal poison, ours
+        [poison] = await queued(js, name, 1)
+        outage = Outage(attempts=4, first_s=1.0, cap_s=8.0, jitter=lambda c: c)
+        async with working(outage_worker(container, js, name, job, outage)):
+            for _ in range(80):  # ten a second while the poison fails
+                body = lesson_body(uuid4())
+                ours.add(body["event_id"])
+                await publish(js, encoded(body))
+                await asyncio.sleep(0.1)
+            for _ in range(100):
+                if len(done) == len(ours) and len(failed) == 4:
+                    break
+                await asyncio.sleep(0.1)
+
+    poison, ours = "", set()
+    run(with_js(nats_url, body))
+    assert len(failed) == 4  # 1, 2 and 4 s apart, then the DLQ
+    assert sorted(done) == sorted(ours)
+    finished = sorted(done.values())
+    assert max(b - a for a, b in itertools.pairwise(finished)) < 1.6
