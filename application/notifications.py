@@ -73,7 +73,9 @@ class NotificationRequest:
     enrollment_id: UUID  # for a purchase's e-mail: the seat it buys (PurchaseFacts)
     lesson_id: UUID
     student_id: str
-    replayed: bool = False  # an operator replayed it from the DLQ: try afresh
+    # An operator replayed it from the DLQ, and this is the replay's first
+    # delivery: try afresh (adapters/nats/worker.py decides).
+    replayed: bool = False
     amount_cents: int | None = None  # a purchase's e-mail: the money it is about
 
 
@@ -151,7 +153,8 @@ class RetryPolicy:
     unknown_delay: float = 1.0  # before looking an unknown outcome up
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        ceiling = min(self.max_delay, self.first_delay * 2 ** max(attempt - 1, 0))
+        doublings = min(max(attempt - 1, 0), 64)  # past max_delay long before
+        ceiling = min(self.max_delay, self.first_delay * 2**doublings)
         drawn = random.uniform(0, ceiling)  # noqa: S311 - jitter, not secrecy
         return max(drawn, retry_after or 0.0)
 
@@ -255,9 +258,11 @@ class Notifier:
         found = self._store.open(request)
         if found.state is State.SENT:
             return Done()  # a redelivery after the commit, before the ack
-        # A replay starts the count afresh once, where the DLQ left the row; its
-        # own redeliveries count on, so a replay is bounded like any delivery.
-        fresh = request.replayed and found.state is State.DEAD_LETTERED
+        # A replay (its first delivery: the worker says so) starts the count
+        # afresh, wherever the row stood: a message dead-lettered while our own
+        # database was down left it `sending` or `failed`. Its redeliveries count
+        # on, so a replay is bounded like any delivery.
+        fresh = request.replayed
         if found.state is State.DEAD_LETTERED and not fresh:
             return GiveUp(found.last_error or "dead-lettered before")
         attempts = 0 if fresh else found.attempts

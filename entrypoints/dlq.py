@@ -14,7 +14,12 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters.nats.dlq import DeadLetter, check_consumer, dead_letters
-from adapters.nats.replay import ReplayReport, ReplayRequest, replay
+from adapters.nats.replay import (
+    NotReplayableError,
+    ReplayReport,
+    ReplayRequest,
+    replay,
+)
 from adapters.nats.streams import connect
 from adapters.postgres.database import create_engine
 from entrypoints.settings import ConfigError, Settings
@@ -79,7 +84,10 @@ def replay_command(settings: Settings, args: argparse.Namespace) -> int:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     console = Console()
-    report = asyncio.run(_replay(database_url, nats_url, request, console))
+    try:
+        report = asyncio.run(_replay(database_url, nats_url, request, console))
+    except NotReplayableError as e:
+        raise ConfigError(str(e)) from None
     verb = "would hand back" if request.dry_run else "handed back"
     count = len(report.matched) if request.dry_run else report.replayed
     console.print(

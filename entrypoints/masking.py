@@ -7,9 +7,13 @@ import re
 
 MASK = "***"
 
-# scheme://user:password@ — the password ends at the last "@" before the host, and
-# a URL list (NATS cluster) is masked URL by URL.
-_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s,]*:)[^\s,/]*@", re.I)
+# scheme://user:password@ — the password runs to the last "@" of its URL (an "@",
+# "/" or "," in it, not percent-encoded, is still the password); a URL ends at a
+# space or where the next of a list (NATS cluster) begins, ",scheme://".
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s,]*:)(?:(?!,[a-z][a-z0-9+.-]*://)\S)*@",
+    re.I,
+)
 # A NATS URL's user without a password is a token, as secret as a password.
 _NATS_TOKEN = re.compile(r"(?P<head>\b(?:nats|tls|ws|wss)://)[^:/@\s,]+@", re.I)
 # libpq's keyword form, which a driver error may quote.

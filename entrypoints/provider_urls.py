@@ -13,10 +13,9 @@ from urllib.parse import unquote, urlsplit
 from adapters.providers.email_http import HttpEmailProvider
 from adapters.providers.email_smtp import SmtpEmailProvider
 from application.email import EmailProvider
-from entrypoints.settings import SMTP_SCHEMES, Settings
+from entrypoints.settings import LOCAL, SMTP_SCHEMES, Settings
 
 SMTP_PORTS = {"smtp": 25, "smtp+starttls": 587}
-THIS_MACHINE = ("127.0.0.1", "localhost", "::1")
 
 
 def email_provider(settings: Settings) -> EmailProvider:
@@ -40,4 +39,4 @@ def sandbox_plays(provider_url: str) -> bool:
     elsewhere is real (or someone else's), and a sandbox asked to listen on its
     address would only fail and be restarted, over and over."""
     where = urlsplit(provider_url)
-    return where.scheme == "http" and where.hostname in THIS_MACHINE
+    return where.scheme == "http" and where.hostname in LOCAL

@@ -230,24 +230,36 @@ def _non_negative(raw: str, name: str) -> float:
 DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 HTTP_SCHEMES = ("http", "https")
 SMTP_SCHEMES = ("smtp", "smtp+starttls")
+LOCAL = ("127.0.0.1", "localhost", "::1", "0.0.0.0")  # noqa: S104 - a name, not a bind
 
 
 def _email_url(url: str, sender: str) -> str:
     """An HTTP provider, or a mail server, which needs a From address to send as."""
     name = "CLUB_EMAIL_PROVIDER_URL"
     _check_url(name, url, HTTP_SCHEMES + SMTP_SCHEMES, "http:// or smtp://")
-    if urlsplit(url).scheme in SMTP_SCHEMES and not sender:
+    where = urlsplit(url)
+    if where.scheme not in SMTP_SCHEMES:
+        return url
+    if not sender:
         msg = (
             f"{name}={masked(url)!r} is a mail server, which needs the address mail"
             " comes from: set CLUB_EMAIL_FROM (e.g. CLUB_EMAIL_FROM=club@example.org)"
+        )
+        raise ConfigError(msg)
+    if where.scheme == "smtp" and where.password and where.hostname not in LOCAL:
+        msg = (
+            f"{name}={masked(url)!r} would send its password in clear to another"
+            " host: use smtp+starttls://"
         )
         raise ConfigError(msg)
     return url
 
 
 def _sender(raw: str) -> str:
-    """One address: a line break here would be a header of its own."""
-    if raw and (raw.count("@") != 1 or not raw.isprintable() or " " in raw.strip()):
+    """One address: a line break here would be a header of its own, and without
+    SMTPUTF8 an envelope address is ASCII (a server would refuse every e-mail)."""
+    shape = raw.count("@") == 1 and raw.isprintable() and raw.isascii()
+    if raw and (not shape or " " in raw.strip()):
         msg = f"CLUB_EMAIL_FROM={raw!r} is not one address (e.g. club@example.org)"
         raise ConfigError(msg)
     return raw.strip()

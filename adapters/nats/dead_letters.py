@@ -20,6 +20,7 @@ from adapters.metrics import DEAD_LETTERS
 from adapters.nats.dlq import REPLAY_HEADER, event_type_of, original_subject
 from adapters.nats.streams import EVENTS_STREAM
 from adapters.reasons import one_line
+from adapters.transient import TRANSIENT
 
 log = structlog.get_logger()
 
@@ -99,7 +100,10 @@ async def dead_letter(
         owner=named,
     )
     DEAD_LETTERS.labels(consumer=consumer, reason=reason.split(":")[0]).inc()
-    await item.msg.term()
+    try:
+        await item.msg.term()
+    except TRANSIENT as e:  # it comes back after ack_wait; its entry is one (Msg-Id)
+        log.warning("consumer.term_lost", consumer=consumer, error=repr(e))
 
 
 def _headers_size(headers: dict[str, str]) -> int:

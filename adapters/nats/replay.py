@@ -18,8 +18,16 @@ from uuid import UUID, uuid4
 import attrs
 import sqlalchemy as sa
 from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
 
-from adapters.nats.dlq import DeadLetter, check_consumer, dead_letters, hand_back
+from adapters.nats.dlq import (
+    DeadLetter,
+    check_consumer,
+    dead_letters,
+    hand_back,
+    replay_durable,
+)
+from adapters.nats.streams import REPLAY_STREAM
 from adapters.postgres.tables import dlq_replays
 from adapters.reasons import one_line
 
@@ -59,6 +67,7 @@ async def replay(
     stop: asyncio.Event | None = None,
     progress: Callable[[DeadLetter], None] = lambda _: None,
 ) -> ReplayReport:
+    await _check_replayable(js, request.consumer)
     replay_id = uuid4()
     await asyncio.to_thread(_begin, engine, replay_id, request)
     matched: list[DeadLetter] = []
@@ -90,6 +99,24 @@ async def replay(
     return ReplayReport(
         replay_id=replay_id, matched=matched, replayed=len(handed), outcome=outcome
     )
+
+
+class NotReplayableError(ValueError):
+    """No durable reads what a replay would hand this consumer."""
+
+
+async def _check_replayable(js: JetStreamContext, consumer: str) -> None:
+    """Handed back where nobody reads, an entry would leave the DLQ for nowhere:
+    the relay's own entries, say (its fix is `club relay rewind`), or a typo."""
+    try:
+        await js.consumer_info(REPLAY_STREAM, replay_durable(consumer))
+    except NotFoundError:
+        msg = (
+            f"{consumer!r} reads no replays (no durable {replay_durable(consumer)!r}"
+            " on CLUB_REPLAY): nothing was handed back. The relay's entries are"
+            " republished by `club relay rewind`"
+        )
+        raise NotReplayableError(msg) from None
 
 
 def _begin(engine: sa.Engine, replay_id: UUID, request: ReplayRequest) -> None:

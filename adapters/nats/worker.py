@@ -91,7 +91,8 @@ class Outage:
 
     def delay(self, delivered: int) -> float:
         """Jittered under a ceiling that doubles with each delivery, capped."""
-        return self.jitter(min(self.cap_s, self.first_s * 2 ** max(delivered - 1, 0)))
+        doublings = min(max(delivered - 1, 0), 64)  # past the cap long before
+        return self.jitter(min(self.cap_s, self.first_s * 2**doublings))
 
 
 async def ensure_worker_consumer(
@@ -172,6 +173,7 @@ class Worker:
         self._outage = outage or Outage()
         self._resting_until = 0.0  # monotonic: no slot pulls before it
         self._failed_waves = 0  # rests in a row that ended in another failure
+        self._probe = asyncio.Lock()  # the turn to pull while our side is down
 
     async def run(self, stop: asyncio.Event) -> None:
         """`concurrency` slots on the live events, one on what a replay hands back.
@@ -202,17 +204,24 @@ class Worker:
         while not stop.is_set():
             if await self._rest(stop):
                 continue
-            try:
-                msgs = await sub.fetch(1, timeout=self._fetch_timeout)
-            except (NatsTimeoutError, TimeoutError):
-                continue
-            except TRANSIENT as e:  # the broker restarts: wait it out
-                log.warning("worker.fetch_failed", worker=self.name, error=repr(e))
-                await backoff.wait()
-                continue
-            backoff.reset()
-            for msg in msgs:
-                await self.handle(msg)
+            # While our side is down the slots take turns (a fair lock), and a
+            # turn that ends in a failure starts a rest before the next: an outage
+            # spends one message's delivery a rest, not one a slot.
+            probing = self._failed_waves > 0
+            async with self._probe if probing else contextlib.nullcontext():
+                if self._resting_until > time.monotonic():
+                    continue
+                try:
+                    msgs = await sub.fetch(1, timeout=self._fetch_timeout)
+                except (NatsTimeoutError, TimeoutError):
+                    continue
+                except TRANSIENT as e:  # the broker restarts: wait it out
+                    log.warning("worker.fetch_failed", worker=self.name, error=repr(e))
+                    await backoff.wait()
+                    continue
+                backoff.reset()
+                for msg in msgs:
+                    await self.handle(msg)
 
     async def _rest(self, stop: asyncio.Event) -> bool:
         """While our side is down, no slot pulls: True after a rest (or a stop)."""
@@ -243,13 +252,18 @@ class Worker:
                 await self._handle(msg, seq, envelope)
 
     async def _handle(self, msg: Msg, seq: int, envelope: Envelope) -> None:
-        replayed = (msg.headers or {}).get(REPLAY_HEADER) is not None
+        # A replay starts afresh on its first delivery only: a redelivery of it
+        # (a lost term, a crash, a retry) goes on from where the first left off.
+        replayed = (msg.headers or {}).get(REPLAY_HEADER) is not None and (
+            msg.metadata.num_delivered or 1
+        ) == 1
         if self._rate is not None:
             await self._rate.wait()
         try:
             with failures_seen() as seen:  # the provider's, for the retry's class
                 outcome = await self._job(envelope, replayed)
-            self._failed_waves = 0  # our side answered
+            if outcome is not None:  # the job wrote to our side: it is back
+                self._failed_waves = 0
         except TRANSIENT as e:  # our database: nothing decided, try again later
             await self._wait_out(msg, seq, e)
             return
@@ -319,9 +333,18 @@ class Worker:
                 first = None
         # A job's reason may quote what a provider said, an address included.
         item = Unreadable(msg, seq, without_addresses(reason))
-        await dead_letter(
-            self._js, self.name, item, self._owner, ORDER_NOTE, first_failed_at=first
-        )
+        try:
+            await dead_letter(
+                self._js,
+                self.name,
+                item,
+                self._owner,
+                ORDER_NOTE,
+                first_failed_at=first,
+            )
+        except TRANSIENT as e:  # the broker: unacked, it comes back after ack_wait
+            log.warning("worker.dead_letter_failed", worker=self.name, error=repr(e))
+            return
         await self._forget_failures(msg)
 
     async def _failed(self, msg: Msg) -> None:

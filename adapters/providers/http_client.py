@@ -36,6 +36,8 @@ from urllib3.util import Url, parse_url
 from application.email import Stage
 from application.personal_data import without_addresses
 
+MAX_RETRY_AFTER_S = 86_400.0
+
 
 class TransportFailedError(Exception):
     """A request that got no answer: `stage` says how far it got, `name` what failed
@@ -150,18 +152,21 @@ def succeeded(response: BaseHTTPResponse) -> bool:
 
 
 def retry_after(value: str | None) -> float | None:
-    """RFC 9110: delay-seconds or an HTTP-date; None when absent or unreadable."""
+    """RFC 9110: delay-seconds or an HTTP-date; None when absent or unreadable.
+    At most a day: a provider's "come back in 10**400 seconds" is no delay a
+    broker can keep (a NAK's delay is an int64 of nanoseconds)."""
     if value is None:
         return None
-    if value.strip().isdigit():
-        return float(value.strip())
+    seconds = value.strip()
+    if seconds.isascii() and seconds.isdigit():  # "²" is a digit to str.isdigit
+        return min(float(seconds), MAX_RETRY_AFTER_S)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if when.tzinfo is None:
         return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return min(max(0.0, (when - datetime.now(UTC)).total_seconds()), MAX_RETRY_AFTER_S)
 
 
 def described(failed: TransportFailedError) -> str:

@@ -29,7 +29,12 @@ from fastapi.routing import APIRoute
 from nats.js import JetStreamContext
 
 from adapters.nats.dlq import CONSUMER_NAME, DeadLetter, dead_letters
-from adapters.nats.replay import ReplayReport, ReplayRequest, replay
+from adapters.nats.replay import (
+    NotReplayableError,
+    ReplayReport,
+    ReplayRequest,
+    replay,
+)
 from adapters.postgres.tables import dlq_replays
 from entrypoints.bootstrap import Container
 from entrypoints.chain_status import as_json, read_chain
@@ -151,7 +156,10 @@ async def dry_run(
     refused = _refusal(form)
     if refused is not None:
         return refused
-    report = await _replay(js, container, form, batch=MAX_BATCH, dry_run=True)
+    try:
+        report = await _replay(js, container, form, batch=MAX_BATCH, dry_run=True)
+    except NotReplayableError as e:
+        return _bad_form(str(e))
     return HTMLResponse(
         dry_run_page(
             at=datetime.now(UTC),
@@ -179,7 +187,10 @@ async def confirm_replay(request: Request, container: ContainerDep) -> Response:
         refused = _bad_form(f"batch must be a whole number from 1 to {MAX_BATCH}")
     if refused is not None:
         return refused
-    report = await _replay(js, container, form, batch=int(batch), dry_run=False)
+    try:
+        report = await _replay(js, container, form, batch=int(batch), dry_run=False)
+    except NotReplayableError as e:
+        return _bad_form(str(e))
     log.info(
         "ops.page_replayed",
         consumer=form["consumer"],

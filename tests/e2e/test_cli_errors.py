@@ -86,6 +86,14 @@ def test_the_url_checks_accept_what_the_drivers_accept() -> None:
             "nats://relay:***@n1:4222,nats://relay:***@n2:4222",
         ),
         ("nats://s3cr3t-token@n1:4222", "nats://***@n1:4222"),
+        (  # not percent-encoded: "/" and "," are still the password's
+            "smtp+starttls://mailer:s3/cr,et@mail.example.org:587",
+            "smtp+starttls://mailer:***@mail.example.org:587",
+        ),
+        (
+            "CLUB_EMAIL_PROVIDER_URL='smtp://u:p/w@h' is not a URL",
+            "CLUB_EMAIL_PROVIDER_URL='smtp://u:***@h' is not a URL",
+        ),
         (
             "error: host=db password='a b' user=club",
             "error: host=db password=*** user=club",

@@ -162,3 +162,26 @@ def _interrupted_replay(
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     return subprocess.CompletedProcess(argv, proc.returncode, "".join(lines) + out, err)
+
+
+def test_entries_nobody_reads_replays_of_stay_in_the_dlq(migrated) -> None:
+    """The relay's own entries (or a consumer named by mistake): handed back, they
+    would leave the DLQ for a subject no durable reads."""
+    _, nats_url = migrated
+    consumer = f"gone-{uuid4().hex[:8]}"
+
+    async def one_entry(js, _nc) -> None:
+        await js.publish(
+            f"club.dlq.{consumer}",
+            b"{}",
+            stream=DLQ_STREAM,
+            headers={"Club-Original-Subject": ORIGINAL, "Club-Reason": "unmappable"},
+        )
+
+    run(with_js(nats_url, one_entry))
+    refused = club(migrated, "dlq", "replay", "--consumer", consumer, "--reason", "r")
+    assert refused.returncode == 2, refused.stdout
+    assert "reads no replays" in refused.stderr
+    assert "club relay rewind" in refused.stderr
+    left, handed = run(with_js(nats_url, lambda js, _nc: state(js, consumer)))
+    assert (len(left), handed) == (1, [])

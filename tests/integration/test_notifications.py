@@ -14,7 +14,6 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from adapters.nats.dlq import dead_letters
-from adapters.nats.replay import ReplayRequest, replay
 from adapters.nats.worker import Job
 from adapters.postgres.tables import first_failures, notifications
 from application.commands import CancelEnrollment
@@ -134,15 +133,13 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
         assert 'club_dlq_oldest_age_seconds{consumer="notifications"}' in scraped
         email_sandbox.reset_knobs()  # the cause is fixed
         before = len(accepted(email_sandbox))
-        request = ReplayRequest(
-            consumer=work_classes.NOTIFICATIONS,
-            operator="test",
-            reason="provider fixed",
-            batch=10,
-            rate_per_s=5,
-        )
-        first = await replay(js, container.engine, request)
-        assert first.replayed == 1
+        replay_argv = (
+            "dlq", "replay", "--consumer", "notifications",
+            "--batch", "10", "--rate", "5", "--reason", "provider fixed",
+        )  # fmt: skip
+        first = await asyncio.to_thread(club, migrated, *replay_argv)
+        assert first.returncode == 0, first.stderr
+        assert "handed back 1 of notifications's dead letters" in first.stdout
         await work_until(
             js,
             container,
@@ -150,8 +147,8 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
             lambda: set(email_states(container)) == {"sent"},
         )
         assert len(accepted(email_sandbox)) == before + 1  # delivered once
-        second = await replay(js, container.engine, request)
-        assert second.replayed == 0  # nothing left: a second replay changes nothing
+        second = await asyncio.to_thread(club, migrated, *replay_argv)
+        assert "handed back 0" in second.stdout  # a second replay changes nothing
         await asyncio.sleep(1)
         assert len(accepted(email_sandbox)) == before + 1
 

@@ -328,17 +328,34 @@ def test_a_replayed_dead_letter_the_provider_holds_is_not_sent_again(
 
 
 def test_a_replay_is_bounded_like_any_delivery(notifier, provider, store) -> None:
-    """Its redeliveries carry the replay mark too: only the first starts afresh."""
+    """Only its first delivery starts afresh (the worker marks that one); its
+    redeliveries count on."""
     asked = request()
     provider.script = [fail(PermanentSendError("400: mailbox full"))] + [
         fail(TransientSendError("503"))
     ] * 3
     notifier.handle(asked)
-    replay = replay_of(asked)
-    outcomes = [notifier.handle(replay) for _ in range(3)]
+    outcomes = [notifier.handle(replay_of(asked)), *map(notifier.handle, [asked] * 2)]
     assert [type(o) for o in outcomes] == [Retry, Retry, GiveUp]
     assert provider.sends == 4
     assert state(store, asked.event_id) is State.DEAD_LETTERED
+
+
+def test_a_replay_starts_afresh_where_an_outage_left_the_row(
+    notifier, provider, store
+) -> None:
+    """Dead-lettered while our own database was down, the row still says
+    `failed` with its attempts spent: the replay gets its full count, and looks
+    the key up before it sends."""
+    asked = request()
+    provider.script = [fail(TransientSendError("503"))] * 2
+    notifier.handle(asked)
+    notifier.handle(asked)
+    assert store.rows[asked.event_id].attempts == 2  # one short of the bound
+    provider.script = [fail(TransientSendError("503"))]
+    assert isinstance(notifier.handle(replay_of(asked)), Retry)  # not a GiveUp
+    assert notifier.handle(asked) == Done()
+    assert store.rows[asked.event_id].attempts == 2
 
 
 def test_without_a_status_lookup_a_replay_is_a_persons_choice_to_send(

@@ -39,11 +39,25 @@ def test_a_mail_server_without_a_sender_names_the_setting_that_fixes_it() -> Non
 @pytest.mark.parametrize(
     "sender",
     ["club@example.org\r\nBcc: everyone@example.org", "club\x00@example.org",
-     "no-at-sign", "Club <club@example.org>", "a@b@example.org"],
+     "no-at-sign", "Club <club@example.org>", "a@b@example.org", "clüb@example.org",
+     "club@example.org\u2028"],
 )  # fmt: skip
 def test_a_sender_that_is_not_one_address_is_refused(sender: str) -> None:
     with pytest.raises(ConfigError, match="CLUB_EMAIL_FROM"):
         Settings.from_env(MAIL_SERVER | {"CLUB_EMAIL_FROM": sender})
+
+
+def test_a_password_is_not_sent_in_clear_to_another_host() -> None:
+    plain = {"CLUB_EMAIL_FROM": "club@example.org"}
+    with pytest.raises(ConfigError, match="smtp\\+starttls://") as refused:
+        Settings.from_env(
+            plain | {"CLUB_EMAIL_PROVIDER_URL": "smtp://u:pw@mail.example"}
+        )
+    assert "u:***@mail.example" in str(refused.value)  # the password masked
+    local = Settings.from_env(
+        plain | {"CLUB_EMAIL_PROVIDER_URL": "smtp://u:pw@localhost"}
+    )
+    assert isinstance(email_provider(local), SmtpEmailProvider)  # a relay here
 
 
 def test_an_unknown_scheme_names_both_kinds() -> None:
@@ -56,6 +70,7 @@ def test_an_unknown_scheme_names_both_kinds() -> None:
     [
         ("http://127.0.0.1:8025", True),
         ("http://localhost:8025", True),
+        ("http://0.0.0.0:8025", True),
         ("https://api.mail.example", False),
         ("http://10.0.0.7:8025", False),
         ("smtp://127.0.0.1:25", False),
