@@ -26,7 +26,9 @@ def test_random_sigkills_lose_nothing_and_double_nothing(
 ) -> None:
     killer = Killer(stack, [victim], pause=(0.2, 0.8))
     killer.start()
-    workload = Enroller(stack.base, count=EVENTS)
+    # Six seconds at least: kills every 0.2-0.8 s land while enrollments pour in
+    # (300 took about 1.5 s on a fast machine: four kills, not five).
+    workload = Enroller(stack.base, count=EVENTS, at_least_s=6.0)
     workload.start()
     workload.join(120)
     killer.stop.set()

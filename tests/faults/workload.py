@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from uuid import uuid4
 
 import attrs
@@ -17,11 +18,15 @@ from tests.integration.helpers import published, stream_messages, with_js
 
 
 class Enroller(threading.Thread):
-    """Enrolls students until `count` enrollments succeeded, retrying each key."""
+    """Enrolls students until `count` enrollments succeeded, retrying each key;
+    spread over `at_least_s` seconds at least, so that faults meant to land while
+    enrollments pour in still do on a fast machine."""
 
-    def __init__(self, api: str, count: int, lessons: int = 4) -> None:
+    def __init__(
+        self, api: str, count: int, lessons: int = 4, at_least_s: float = 0.0
+    ) -> None:
         super().__init__(daemon=True)
-        self.api, self.count = api, count
+        self.api, self.count, self.at_least_s = api, count, at_least_s
         self.lessons = [setup_lesson(api, capacity=count) for _ in range(lessons)]
         self.created = 0
         self.error: BaseException | None = None
@@ -29,7 +34,10 @@ class Enroller(threading.Thread):
     def run(self) -> None:
         try:
             with ClubClient(self.api, timeout=10) as club:
+                start = time.monotonic()
                 for n in range(self.count):
+                    due = start + self.at_least_s * n / self.count
+                    time.sleep(max(0.0, due - time.monotonic()))
                     lesson_id, _ = self.lessons[n % len(self.lessons)]
                     self._enroll_until_answered(club, lesson_id, club.student())
         except BaseException as e:  # surfaced by the test, not lost in the thread
