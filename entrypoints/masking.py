@@ -9,9 +9,12 @@ MASK = "***"
 
 # scheme://user:password@ — the password runs to the last "@" of its URL (an "@",
 # "/" or "," in it, not percent-encoded, is still the password); a URL ends at a
-# space or where the next of a list (NATS cluster) begins, ",scheme://".
+# space or where the next one's "://" begins (a list: a NATS cluster). Both bounds
+# keep masking linear in the line: a scheme starts only where a run of scheme
+# characters starts, and no password runs past a "://" — else a long run before
+# "://", or many "a://x:" in a row, made every log line's masking quadratic.
 _URL_PASSWORD = re.compile(
-    r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s,]*:)(?:(?!,[a-z][a-z0-9+.-]*://)\S)*@",
+    r"(?P<head>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^:/@\s,]*:)(?:(?!://)\S)*@",
     re.I,
 )
 # A NATS URL's user without a password is a token, as secret as a password.
