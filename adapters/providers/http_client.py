@@ -133,8 +133,13 @@ def json_body(body: Mapping[str, object]) -> bytes:
 
 
 def json_answer(response: BaseHTTPResponse) -> Any:
-    """The body read as JSON; ValueError when it is not (empty included)."""
-    return json.loads(response.data or b"")  # None: a response built bodiless
+    """The body read as JSON; ValueError when it is not (empty included), and
+    when it nests deeper than the parser goes: every caller reads ValueError as
+    "unreadable", and a RecursionError past them would read as a bug."""
+    try:
+        return json.loads(response.data or b"")  # None: a response built bodiless
+    except RecursionError:
+        raise ValueError("the provider's answer nests too deep to read") from None
 
 
 def reason_phrase(response: BaseHTTPResponse) -> str:
