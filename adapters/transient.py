@@ -18,6 +18,7 @@ import nats.errors
 import psycopg
 import sqlalchemy.exc
 
+from application.backoff import doubled
 from application.errors import ContentionError
 
 TRANSIENT: tuple[type[Exception], ...] = (
@@ -52,7 +53,7 @@ class Backoff:
         self._attempt = 0
 
     def next_delay(self) -> float:
-        ceiling = min(self._cap, self._first * 2**self._attempt)
+        ceiling = doubled(self._first, self._attempt, self._cap)
         self._attempt += 1
         return random.uniform(ceiling / 2, ceiling)  # noqa: S311
 

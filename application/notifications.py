@@ -30,6 +30,7 @@ from uuid import UUID
 
 import attrs
 
+from application.backoff import doubled
 from application.contracts.envelope import Envelope
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
 from application.contracts.mapping import decode
@@ -153,8 +154,7 @@ class RetryPolicy:
     unknown_delay: float = 1.0  # before looking an unknown outcome up
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        doublings = min(max(attempt - 1, 0), 64)  # past max_delay long before
-        ceiling = min(self.max_delay, self.first_delay * 2**doublings)
+        ceiling = doubled(self.first_delay, attempt - 1, self.max_delay)
         drawn = random.uniform(0, ceiling)  # noqa: S311 - jitter, not secrecy
         return max(drawn, retry_after or 0.0)
 

@@ -24,6 +24,7 @@ from adapters.postgres.deadlines import Claim, SagaDeadlines
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.metered import failures_seen
 from adapters.transient import TRANSIENT
+from application.backoff import doubled
 from application.errors import NotFoundError
 from application.saga_runner import PurchaseSaga
 
@@ -87,7 +88,8 @@ class SagaProcess:
             count_retries(SAGA, kind)
             failures = self._failures.get(pid, 0) + 1
             self._failures[pid] = failures
-            delay = min(MAX_ERROR_DELAY_S, 0.5 * 2**failures) * random.uniform(0.5, 1)  # noqa: S311
+            ceiling = doubled(0.5, failures, MAX_ERROR_DELAY_S)
+            delay = ceiling * random.uniform(0.5, 1)  # noqa: S311
             log.warning("saga.step_failed", purchase_id=str(pid), error=repr(error))
             self._deadlines.release(
                 claim, self._clock() + timedelta(seconds=delay), repr(error)[:500]

@@ -23,6 +23,7 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
+from application.backoff import doubled
 from entrypoints import bootstrap, preflight
 from entrypoints.masking import masked
 from entrypoints.metrics_server import port_env, role_ports, where_served
@@ -181,7 +182,7 @@ def _supervise(child: Child) -> None:
         return
     if now - child.started_at > STABLE_S:
         child.restarts = 0  # yesterday's crashes do not lengthen today's pause
-    delay = min(MAX_BACKOFF_S, 0.5 * 2**child.restarts)
+    delay = doubled(0.5, child.restarts, MAX_BACKOFF_S)
     name = " ".join(child.role.argv)
     _say(f"{name} exited ({child.proc.returncode}); restarting in {delay:.1f}s")
     child.restart_at = now + delay

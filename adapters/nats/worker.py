@@ -62,6 +62,7 @@ from adapters.postgres.first_failures import FailureKey, FirstFailures
 from adapters.providers.metered import failures_seen, retry_class
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
+from application.backoff import doubled
 from application.contracts.envelope import Envelope
 from application.notifications import Done, GiveUp, Outcome, Retry
 from application.personal_data import without_addresses
@@ -91,8 +92,7 @@ class Outage:
 
     def delay(self, delivered: int) -> float:
         """Jittered under a ceiling that doubles with each delivery, capped."""
-        doublings = min(max(delivered - 1, 0), 64)  # past the cap long before
-        return self.jitter(min(self.cap_s, self.first_s * 2**doublings))
+        return self.jitter(doubled(self.first_s, delivered - 1, self.cap_s))
 
 
 async def ensure_worker_consumer(
