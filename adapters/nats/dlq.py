@@ -59,6 +59,9 @@ class DeadLetter:
         return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
 
 
+CONSUMER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a subject token
+
+
 def check_consumer(name: str) -> str:
     """One consumer's name, as a subject token: a `>` or `*` (or a dot) would make
     `club.dlq.<name>` a pattern over other consumers' entries."""
@@ -84,9 +87,6 @@ async def ensure_replay_consumer(
         filter_subject=f"{REPLAY_PREFIX}.{consumer}.>",
         max_ack_pending=1_000,
     )
-
-
-CONSUMER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a subject token
 
 
 def replay_subject(consumer: str, original_subject: str) -> str:
