@@ -35,7 +35,7 @@ class Settings:
     operator_token: str
     hold_seconds: int
     # http(s):// the provider's API (by default the sandbox `club up` starts);
-    # smtp:// or smtp+starttls:// a mail server (entrypoints.provider_urls.py).
+    # smtp:// or smtp+starttls:// a mail server (entrypoints/provider_urls.py).
     email_provider_url: str
     email_sender: str  # From: of what goes out over SMTP; "" with an HTTP provider
     email_rate_per_s: float  # the provider's limit: workers pace themselves under it
@@ -64,6 +64,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
+        sender = _sender(env.get("CLUB_EMAIL_FROM", ""))
         return cls(
             database_url=_database_url(env.get("CLUB_DATABASE_URL") or None),
             nats_url=_nats_url(env.get("CLUB_NATS_URL") or None),
@@ -74,9 +75,9 @@ class Settings:
             hold_seconds=_int(env, "CLUB_HOLD_SECONDS", 900),
             email_provider_url=_email_url(
                 env.get("CLUB_EMAIL_PROVIDER_URL") or DEFAULT_EMAIL_PROVIDER_URL,
-                env.get("CLUB_EMAIL_FROM", ""),
+                sender,
             ),
-            email_sender=_sender(env.get("CLUB_EMAIL_FROM", "")),
+            email_sender=sender,
             email_rate_per_s=_number(env, "CLUB_EMAIL_RATE_PER_S", 100, "per second"),
             notify_max_attempts=_positive_int(env, "CLUB_NOTIFY_MAX_ATTEMPTS", 10),
             export_max_age_seconds=_number(env, "CLUB_EXPORT_MAX_AGE_SECONDS", 300),
