@@ -307,3 +307,20 @@ def audited(container) -> list[tuple[Any, ...]]:
             ).order_by(dlq_replays.c.started_at)
         )
         return [tuple(row) for row in rows]
+
+
+def test_the_page_refuses_to_replay_what_no_consumer_reads(stack) -> None:
+    """The relay's dead letters have no replay durable: handed back they would
+    leave the DLQ for nowhere. Both forms say so (422), and nothing moves."""
+    before = dead_letters(stack)
+    for path in ("/ops/dlq/dry-run", "/ops/dlq/replay"):
+        answer = httpx.post(
+            f"{stack.base}{path}",
+            data={"consumer": "relay", "reason": "fixed", "batch": "1"},
+            headers=bearer(TOKEN),
+            timeout=30,
+        )
+        assert answer.status_code == 422, answer.text
+        assert "reads no replays" in answer.text
+        assert "club relay rewind" in answer.text
+    assert dead_letters(stack) == before
