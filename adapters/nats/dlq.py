@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import attrs
 from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 from adapters.nats.streams import (
     ACK_WAIT_S,
@@ -59,6 +59,7 @@ class DeadLetter:
         return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
 
 
+NO_MESSAGE_FOUND = 10057  # JetStream's error code: deleted already
 CONSUMER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a subject token
 
 
@@ -120,21 +121,28 @@ async def dead_letters(
         seq = (raw.seq or seq) + 1
 
 
-async def hand_back(js: JetStreamContext, entry: DeadLetter) -> None:
-    """Publish the entry to its consumer's replay subject, then delete it."""
+async def hand_back(js: JetStreamContext, entry: DeadLetter) -> bool:
+    """Publish the entry to its consumer's replay subject, then delete it. False
+    when another replay handed it back first (its copy is the stream's duplicate:
+    the same Nats-Msg-Id), so two operators racing move each entry once."""
     headers = {
         k: v for k, v in entry.headers.items() if not k.lower().startswith("nats-")
     }
     headers[REPLAY_HEADER] = str(entry.dlq_seq)
     headers["Club-Original-Subject"] = entry.original_subject
     headers["Nats-Msg-Id"] = f"replay:{entry.dlq_seq}"
-    await js.publish(
+    ack = await js.publish(
         replay_subject(entry.consumer, entry.original_subject),
         entry.data,
         stream=REPLAY_STREAM,
         headers=headers,
     )
-    await js.delete_msg(DLQ_STREAM, entry.dlq_seq)
+    try:
+        await js.delete_msg(DLQ_STREAM, entry.dlq_seq)
+    except APIError as error:
+        if error.err_code != NO_MESSAGE_FOUND:
+            raise
+    return not ack.duplicate
 
 
 def _entry(raw: RawStreamMsg) -> DeadLetter:

@@ -85,9 +85,9 @@ async def replay(
             if request.dry_run:
                 continue
             started = time.monotonic()
-            await hand_back(js, entry)
-            handed.append(entry.dlq_seq)
-            progress(entry)
+            if await hand_back(js, entry):  # not a racing replay's already
+                handed.append(entry.dlq_seq)
+                progress(entry)
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
     except BaseException:
         outcome = "failed"

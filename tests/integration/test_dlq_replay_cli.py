@@ -4,6 +4,7 @@ where it stopped — every entry handed back once, to the one consumer that fail
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from adapters.nats.dlq import dead_letters, ensure_replay_consumer, replay_durable
+from adapters.nats.replay import ReplayRequest, replay
 from adapters.nats.streams import DLQ_STREAM, REPLAY_STREAM
 from adapters.postgres.tables import dlq_replays
 from tests.integration.helpers import run, with_js
@@ -185,3 +187,25 @@ def test_entries_nobody_reads_replays_of_stay_in_the_dlq(migrated) -> None:
     assert "club relay rewind" in refused.stderr
     left, handed = run(with_js(nats_url, lambda js, _nc: state(js, consumer)))
     assert (len(left), handed) == (1, [])
+
+
+def test_two_replays_racing_hand_each_entry_back_once(migrated, container) -> None:
+    """Two operators replay the same consumer at once: both finish, and each entry
+    reaches the consumer once (the second copy is the stream's duplicate)."""
+    _, nats_url = migrated
+    consumer = f"race-{uuid4().hex[:8]}"
+
+    async def race(js, _nc) -> list[object]:
+        ids = await dead_letter_each(js, consumer, 20)
+        request = ReplayRequest(
+            consumer=consumer, operator="test", reason="race", rate_per_s=200
+        )
+        reports = await asyncio.gather(
+            replay(js, container.engine, request), replay(js, container.engine, request)
+        )
+        return [ids, reports, await state(js, consumer)]
+
+    ids, reports, (left, handed) = run(with_js(nats_url, race))
+    assert [r.outcome for r in reports] == ["finished", "finished"]
+    assert sum(r.replayed for r in reports) == 20  # each by the run that moved it
+    assert (left, sorted(handed)) == ([], sorted(ids))
