@@ -59,7 +59,9 @@ class DeadLetter:
         return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
 
 
-NO_MESSAGE_FOUND = 10057  # JetStream's error code: deleted already
+# JetStream's answers to deleting what is gone: "no message found" at or below the
+# stream's first sequence, "sequence N not found" for a hole inside it.
+ALREADY_DELETED = frozenset({10057, 10043})
 CONSUMER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a subject token
 
 
@@ -140,7 +142,7 @@ async def hand_back(js: JetStreamContext, entry: DeadLetter) -> bool:
     try:
         await js.delete_msg(DLQ_STREAM, entry.dlq_seq)
     except APIError as error:
-        if error.err_code != NO_MESSAGE_FOUND:
+        if error.err_code not in ALREADY_DELETED:
             raise
     return not ack.duplicate
 

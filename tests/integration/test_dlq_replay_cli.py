@@ -15,7 +15,12 @@ from uuid import uuid4
 import sqlalchemy as sa
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from adapters.nats.dlq import dead_letters, ensure_replay_consumer, replay_durable
+from adapters.nats.dlq import (
+    dead_letters,
+    ensure_replay_consumer,
+    hand_back,
+    replay_durable,
+)
 from adapters.nats.replay import ReplayRequest, replay
 from adapters.nats.streams import DLQ_STREAM, REPLAY_STREAM
 from adapters.postgres.tables import dlq_replays
@@ -53,7 +58,7 @@ async def state(js, consumer: str) -> tuple[list[str], list[str]]:
     while True:
         try:
             msgs = await sub.fetch(50, timeout=0.5)
-        except NatsTimeoutError:
+        except (NatsTimeoutError, TimeoutError):  # nats-py raises either
             break
         handed += [m.headers["Club-Original-Msg-Id"] for m in msgs]
     await sub.unsubscribe()
@@ -209,3 +214,22 @@ def test_two_replays_racing_hand_each_entry_back_once(migrated, container) -> No
     assert [r.outcome for r in reports] == ["finished", "finished"]
     assert sum(r.replayed for r in reports) == 20  # each by the run that moved it
     assert (left, sorted(handed)) == ([], sorted(ids))
+
+
+def test_an_entry_handed_back_twice_moves_once_wherever_it_stood(migrated) -> None:
+    """The race above, made certain: a second hand-back of the same entry finds it
+    deleted. JetStream words that two ways (the first sequence: "no message
+    found"; a hole inside the stream: "sequence N not found"); both are "done"."""
+    _, nats_url = migrated
+    consumer = f"twice-{uuid4().hex[:8]}"
+
+    async def twice(js, _nc) -> list[object]:
+        ids = await dead_letter_each(js, consumer, 3)
+        first, middle, _ = [e async for e in dead_letters(js, consumer)]
+        moved = [await hand_back(js, middle), await hand_back(js, middle)]
+        moved += [await hand_back(js, first), await hand_back(js, first)]
+        return [ids, moved, await state(js, consumer)]
+
+    ids, moved, (left, handed) = run(with_js(nats_url, twice))
+    assert moved == [True, False, True, False]
+    assert (left, handed) == ([ids[2]], [ids[1], ids[0]])
