@@ -209,7 +209,10 @@ class Worker:
             # spends one message's delivery a rest, not one a slot.
             probing = self._failed_waves > 0
             async with self._probe if probing else contextlib.nullcontext():
-                if self._resting_until > time.monotonic():
+                # A stop while this slot waited for its turn ends it here: the
+                # slots queued behind one another would each pull for a
+                # fetch_timeout first, and a stop would wait for all of them.
+                if stop.is_set() or self._resting_until > time.monotonic():
                     continue
                 try:
                     msgs = await sub.fetch(1, timeout=self._fetch_timeout)

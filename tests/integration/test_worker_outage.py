@@ -182,6 +182,43 @@ def test_one_message_failing_alone_holds_the_others_up_for_one_short_rest(
     assert max(b - a for a, b in itertools.pairwise(finished)) < 1.6
 
 
+def test_a_stop_during_an_outage_waits_for_one_turn_not_for_every_slot(
+    container, migrated
+) -> None:
+    """Our side failed once and nothing has written since, so the slots take turns,
+    each pulling for up to its fetch_timeout (1 s) on an empty stream. A stop
+    waits for the one turn under way; the four queued behind it used to take
+    theirs first (about 4 s)."""
+    _, nats_url = migrated
+    name = f"outage-{uuid4().hex[:6]}"
+    failed = False
+
+    async def job(envelope, _replayed):
+        nonlocal failed
+        if str(envelope.event_id) not in ours or failed:
+            return  # asks nothing of our side: the outage is not seen to end
+        failed = True
+        raise DOWN
+
+    async def body(js, _nc):
+        nonlocal ours
+        ours = await queued(js, name, 1)
+        outage = Outage(attempts=100, first_s=0.1, cap_s=0.1, jitter=lambda c: c)
+        worker = outage_worker(container, js, name, job, outage)
+        stop = asyncio.Event()
+        running = asyncio.create_task(worker.run(stop))
+        await asyncio.sleep(2.0)  # the message failed, came back, was acked
+        stop.set()
+        started = time.monotonic()
+        await asyncio.wait_for(running, 10)
+        return time.monotonic() - started
+
+    ours: set[str] = set()
+    took = run(with_js(nats_url, body))
+    assert failed
+    assert took < 2.0, took  # one turn's fetch (1 s) and its message, not five
+
+
 def test_a_replay_is_fresh_on_its_first_delivery_only(container, migrated) -> None:
     """The job hears "replayed" once: a redelivery of the replayed message (a
     retry here; a lost term or a crash alike) goes on from where it stood."""
