@@ -30,13 +30,17 @@ from urllib3.exceptions import (
     ProtocolError,
     ReadTimeoutError,
 )
-from urllib3.response import BaseHTTPResponse
+from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import Url, parse_url
 
 from application.email import Stage
 from application.personal_data import without_addresses
 
 MAX_RETRY_AFTER_S = 86_400.0
+# A provider answers in a few hundred bytes (an error page, a few KB): more is
+# not read, so a provider gone wrong, or a URL pointing at a file server, costs
+# this much memory a call, not the size of what it streams.
+MAX_ANSWER_BYTES = 64 * 1024
 
 
 class TransportFailedError(Exception):
@@ -102,17 +106,20 @@ class ProviderPool:
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> BaseHTTPResponse:
-        """The whole answer, read; raises `TransportFailedError` when none came."""
+        """The answer, read (its body up to MAX_ANSWER_BYTES + 1: `json_answer`
+        refuses one that long); raises `TransportFailedError` when none came."""
         try:
-            return self._pool.urlopen(
+            response = self._pool.urlopen(
                 method,
                 self._prefix + path,
                 body=body,
                 headers=self._headers | (headers or {}),
                 retries=False,
                 redirect=False,
+                preload_content=False,
                 pool_timeout=self._wait_s,  # type: ignore[arg-type]  # a float works
             )
+            return _read_bounded(response)
         except ConnectFailedError as error:
             raise TransportFailedError(
                 Stage.NOT_SENT, error.name, error.cause
@@ -133,13 +140,40 @@ def json_body(body: Mapping[str, object]) -> bytes:
 
 
 def json_answer(response: BaseHTTPResponse) -> Any:
-    """The body read as JSON; ValueError when it is not (empty included), and
-    when it nests deeper than the parser goes: every caller reads ValueError as
-    "unreadable", and a RecursionError past them would read as a bug."""
+    """The body read as JSON; ValueError when it is not (empty included), when it
+    was cut at MAX_ANSWER_BYTES, and when it nests deeper than the parser goes:
+    every caller reads ValueError as "unreadable", and a RecursionError past them
+    would read as a bug."""
+    data = response.data or b""  # None: a response built bodiless
+    if len(data) > MAX_ANSWER_BYTES:
+        raise ValueError(f"the provider's answer is over {MAX_ANSWER_BYTES} bytes")
     try:
-        return json.loads(response.data or b"")  # None: a response built bodiless
+        return json.loads(data)
     except RecursionError:
         raise ValueError("the provider's answer nests too deep to read") from None
+
+
+def _read_bounded(response: BaseHTTPResponse) -> BaseHTTPResponse:
+    """The status and headers as they came, the body cut after MAX_ANSWER_BYTES
+    (decoded: a small gzip of a large answer is cut too). Read whole, the
+    connection goes back to the pool; cut, it is closed (the rest is never read)."""
+    try:
+        data = response.read(MAX_ANSWER_BYTES + 1)
+    except BaseException:
+        response.close()  # half read: of no use to the next request
+        response.release_conn()
+        raise
+    if len(data) > MAX_ANSWER_BYTES:
+        response.close()
+    response.release_conn()
+    return HTTPResponse(
+        body=data,
+        headers=response.headers,
+        status=response.status,
+        reason=response.reason,
+        preload_content=False,
+        decode_content=False,
+    )
 
 
 def reason_phrase(response: BaseHTTPResponse) -> str:

@@ -4,10 +4,12 @@ process, the SMTP adapter against aiosmtpd; each failure lands in its class."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import re
 import socket
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager, suppress
@@ -286,6 +288,75 @@ def test_a_head_cut_by_the_providers_close_is_unknown(reply):
     ):
         client.send(WELCOME, key)
     assert server.keys == [key]  # it did leave: that is why it is unknown
+
+
+class EndlessAnswer:
+    """A script answering `head` then `chunk` over and over, until the client
+    stops reading (its socket closed) or 64 MiB have gone: what was sent is kept."""
+
+    def __init__(self, head: bytes, chunk: bytes) -> None:
+        self.head, self.chunk, self.sent = head, chunk, 0
+
+    def __call__(self, server: ScriptedProvider, conn: socket.socket) -> None:
+        server.read_request(conn)
+        conn.sendall(self.head)
+        while self.sent < 64 * 2**20 and not server.closing.is_set():
+            conn.sendall(self.chunk)
+            self.sent += len(self.chunk)
+
+
+ENDLESS_201 = b"HTTP/1.1 201 Created\r\nContent-Length: 1000000000\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("head", "answer"),
+    [
+        pytest.param(ENDLESS_201, SendResult(provider_id=None), id="2xx: accepted"),
+        pytest.param(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 1000000000\r\n\r\n",
+            PermanentSendError("provider answered 400: Bad Request"),
+            id="4xx: refused, in its phrase",
+        ),
+    ],
+)
+def test_an_endless_answer_is_read_no_further_than_its_status_needs(head, answer):
+    """A provider gone wrong (or a URL pointing at a file server) streams a body
+    without end: its status decides, its first 64 KiB are all that is read, and
+    the connection it came on is not used again."""
+    endless = EndlessAnswer(head, b"{" + b" " * 65535)
+    with client_scripted(endless) as (client, server):
+        for _ in range(2):
+            if isinstance(answer, SendResult):
+                assert client.send(WELCOME, str(uuid4())) == answer
+            else:
+                with pytest.raises(type(answer), match=str(answer)):
+                    client.send(WELCOME, str(uuid4()))
+        # The cut connection reused, the second would read the first's rest.
+        assert server.connections == 2
+    assert endless.sent < 2**25  # the client hung up; not read to the end
+
+
+def test_a_small_gzip_of_a_huge_answer_is_cut_after_decoding():
+    """Content-Encoding is decoded as it is read: 64 KiB of it, not the 256 MiB
+    that 256 KiB of gzip members unpack to."""
+    packed = gzip.compress(b" " * 2**20) * 256  # members in a row: one stream
+    head = (
+        b"HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\n"
+        + f"Content-Length: {len(packed)}\r\n\r\n".encode()
+    )
+
+    def bomb(server, conn):
+        server.read_request(conn)
+        conn.sendall(head + packed)
+
+    with client_scripted(bomb) as (client, _):
+        tracemalloc.start()
+        try:
+            assert client.send(WELCOME, str(uuid4())) == SendResult(provider_id=None)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < 2**23, peak  # 8 MiB: the answer was not unpacked whole
 
 
 def test_no_free_connection_within_the_wait_sends_nothing():
