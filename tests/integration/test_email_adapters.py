@@ -432,6 +432,7 @@ def test_a_failed_tls_handshake_sends_nothing(script, name):
 REFUSED = "refused@example.org"
 BUSY = "busy@example.org"
 CUT = "cut@example.org"  # stored, then the connection is cut before the 250
+SILENT = "silent@example.org"  # stored, then no answer to the final dot
 
 
 class Mailbox:
@@ -454,6 +455,8 @@ class Mailbox:
         if CUT in envelope.rcpt_tos:
             server.transport.abort()
             await asyncio.sleep(0)
+        if SILENT in envelope.rcpt_tos:
+            await asyncio.sleep(5)
         return "250 OK"
 
     def with_message_id(self, id_: str) -> list[bytes]:
@@ -519,6 +522,18 @@ class TestSmtpEmailProvider(EmailProviderContract):
         cut = OutgoingEmail(to=CUT, subject="s", body="b")
         with pytest.raises(OutcomeUnknownError):
             provider.send(cut, key)
+        assert len(smtp_server[1].with_message_id(f"<{key}@club.invalid>")) == 1
+
+    def test_a_server_silent_after_data_is_unknown_after_one_timeout(self, smtp_server):
+        """The message may be stored (it is here): unknown, said once the reply's
+        wait is over (smtplib closes the connection on it, so no QUIT waits out a
+        second one)."""
+        key = str(uuid4())
+        silent = OutgoingEmail(to=SILENT, subject="s", body="b")
+        started = time.monotonic()
+        with pytest.raises(OutcomeUnknownError, match="timed out"):
+            smtp_provider(smtp_server[0].port, timeout_s=1).send(silent, key)
+        assert time.monotonic() - started < 1.8  # one timeout (1 s), not two
         assert len(smtp_server[1].with_message_id(f"<{key}@club.invalid>")) == 1
 
     def test_a_non_ascii_address_is_permanent(self, provider):
