@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import email.utils
 import http.client
+import ipaddress
 import json
+import urllib.request
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
-from urllib3 import Timeout, connection, connectionpool, make_headers
+from urllib3 import ProxyManager, Timeout, connection, connectionpool, make_headers
 from urllib3.exceptions import (
     ClosedPoolError,
     ConnectTimeoutError,
@@ -61,6 +63,8 @@ class ProviderPool:
     seen (urllib3 polls its socket when taking it) and replaced before anything is
     written to it. At most `connections` at once; a caller who finds none free
     waits up to the read timeout, then nothing was sent (as httpx's pool timeout).
+    A proxy the environment names (`HTTP(S)_PROXY`, `NO_PROXY`) is used as curl
+    uses it: a deployment whose way out is an egress proxy needs no other setting.
     """
 
     def __init__(
@@ -77,17 +81,28 @@ class ProviderPool:
             raise ValueError(
                 f"{setting} must look like http://host:port, got {base_url!r}"
             )
-        pool = HTTPSConnectionPool if url.scheme == "https" else HTTPConnectionPool
-        self._pool = pool(
-            url.host,
-            url.port,
-            timeout=Timeout(connect=connect_timeout_s, read=read_timeout_s),
-            maxsize=connections,
-            block=True,
-            retries=False,
-        )
-        self._wait_s = read_timeout_s
+        options: dict[str, Any] = {
+            "timeout": Timeout(connect=connect_timeout_s, read=read_timeout_s),
+            "maxsize": connections,
+            "block": True,
+            "retries": False,
+        }
         self._prefix = (url.path or "").rstrip("/")
+        self._proxy = _proxy_for(url)
+        if self._proxy is None:
+            pool = HTTPSConnectionPool if url.scheme == "https" else HTTPConnectionPool
+            self._pool: connectionpool.HTTPConnectionPool = pool(
+                url.host, url.port, **options
+            )
+        else:
+            self._proxy.pool_classes_by_scheme = POOLS_BY_SCHEME
+            self._proxy.connection_pool_kw.update(options)
+            self._pool = self._proxy.connection_from_url(base_url)
+            # Through a forwarding proxy (an http provider), the request line
+            # names the whole URL; through a CONNECT tunnel, the path alone.
+            if url.scheme == "http":
+                self._prefix = f"http://{url.host}:{url.port or 80}{self._prefix}"
+        self._wait_s = read_timeout_s
         # Credentials in the URL's userinfo are sent as Basic auth, as httpx did.
         user, _, password = (url.auth or "").partition(":")
         self._headers = (
@@ -98,6 +113,8 @@ class ProviderPool:
 
     def close(self) -> None:
         self._pool.close()
+        if self._proxy is not None:
+            self._proxy.clear()
 
     def request(
         self,
@@ -116,6 +133,7 @@ class ProviderPool:
                 headers=self._headers | (headers or {}),
                 retries=False,
                 redirect=False,
+                assert_same_host=False,  # a forwarding proxy's pool: not the host
                 preload_content=False,
                 pool_timeout=self._wait_s,  # type: ignore[arg-type]  # a float works
             )
@@ -130,6 +148,38 @@ class ProviderPool:
             raise  # used after close(): a bug, not the provider's answer
         except HTTPError as error:  # the request was being written or answered
             raise TransportFailedError(Stage.SENT, _name(error), error) from error
+
+
+def _proxy_for(url: Url) -> ProxyManager | None:
+    """The proxy the environment names for this provider (`HTTPS_PROXY`,
+    `HTTP_PROXY`, `NO_PROXY`, as curl reads them), or None. Never for this
+    machine (as Go's clients): no proxy reaches a sandbox on our loopback, and a
+    laptop's global HTTP_PROXY must not break `make run`."""
+    proxy = urllib.request.getproxies().get(str(url.scheme))
+    if (
+        not proxy
+        or _loopback(str(url.host))
+        or urllib.request.proxy_bypass(f"{url.host}:{url.port or ''}")
+    ):
+        return None
+    parsed = _parsed(proxy if "://" in proxy else f"http://{proxy}")
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        variable = f"{str(url.scheme).upper()}_PROXY"
+        raise ValueError(f"{variable} must name a proxy as http://host:port")
+    user, _, password = (parsed.auth or "").partition(":")
+    auth = f"{unquote(user)}:{unquote(password)}"
+    return ProxyManager(
+        parsed._replace(auth=None).url,
+        num_pools=1,
+        proxy_headers=make_headers(proxy_basic_auth=auth) if parsed.auth else None,
+    )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name
+        return False
 
 
 def json_body(body: Mapping[str, object]) -> bytes:
@@ -310,3 +360,6 @@ class HTTPConnectionPool(connectionpool.HTTPConnectionPool):
 
 class HTTPSConnectionPool(connectionpool.HTTPSConnectionPool):
     ConnectionCls = HTTPSConnection
+
+
+POOLS_BY_SCHEME = {"http": HTTPConnectionPool, "https": HTTPSConnectionPool}

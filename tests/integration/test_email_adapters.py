@@ -4,6 +4,7 @@ process, the SMTP adapter against aiosmtpd; each failure lands in its class."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import re
 import socket
@@ -34,6 +35,7 @@ from application.email import (
 )
 from entrypoints.provider_urls import email_provider
 from entrypoints.settings import Settings
+from tests.forward_proxy import ForwardProxy
 from tests.integration.half_answer import client_of
 from tests.ports.email_provider import WELCOME, EmailProviderContract
 from tests.stack import eventually
@@ -425,6 +427,91 @@ def test_a_failed_tls_handshake_sends_nothing(script, name):
         assert server.connections == 1  # the handshake was tried
     # A ClientHello at most (a TLS record starts 0x16): the request never left.
     assert server.first_bytes[:1] in {b"", b"\x16"}
+
+
+# --- HTTP, through an egress proxy ---------------------------------------------
+
+PROVIDER = "provider.invalid:8025"  # a name only the proxy can reach
+
+
+@pytest.fixture
+def egress(email_sandbox, monkeypatch) -> Iterator[ForwardProxy]:
+    """A proxy in front of the sandbox, named by HTTP(S)_PROXY as a deployment's."""
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = ForwardProxy(("127.0.0.1", email_sandbox.port))
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+    yield proxy
+    proxy.close()
+
+
+def test_a_provider_is_reached_through_the_proxy_the_environment_names(
+    egress, email_sandbox
+):
+    key = str(uuid4())
+    with closing(HttpEmailProvider(f"http://{PROVIDER}")) as client:
+        assert client.send(WELCOME, key).provider_id
+        assert client.status(key) is DeliveryStatus.ACCEPTED
+    assert egress.asked == [
+        f"POST http://{PROVIDER}/messages HTTP/1.1",
+        f"GET http://{PROVIDER}/messages/{key} HTTP/1.1",
+    ]
+    assert email_sandbox.held(key) == 1
+
+
+def test_a_proxy_login_in_its_url_is_sent_to_the_proxy(
+    email_sandbox, egress, monkeypatch
+):
+    guarded = ForwardProxy(
+        ("127.0.0.1", email_sandbox.port),
+        required_auth="Basic " + base64.b64encode(b"club:p@ss").decode(),
+    )
+    monkeypatch.setenv("HTTP_PROXY", guarded.url.replace("//", "//club:p%40ss@"))
+    try:
+        with closing(HttpEmailProvider(f"http://{PROVIDER}")) as client:
+            assert client.send(WELCOME, str(uuid4())).provider_id
+    finally:
+        guarded.close()
+    assert len(guarded.asked) == 1
+
+
+def test_no_proxy_and_this_machine_go_direct(egress, email_sandbox, monkeypatch):
+    """NO_PROXY is read as curl reads it; this machine is never proxied (a laptop's
+    global HTTP_PROXY reaches no sandbox on its loopback)."""
+    with closing(HttpEmailProvider(email_sandbox.url)) as client:
+        assert client.send(WELCOME, str(uuid4())).provider_id
+    monkeypatch.setenv("NO_PROXY", ".invalid")
+    with (
+        closing(HttpEmailProvider(f"http://{PROVIDER}")) as client,
+        pytest.raises(TransientSendError, match="ConnectError"),
+    ):
+        client.send(WELCOME, str(uuid4()))  # direct: the name resolves nowhere
+    assert egress.asked == []
+
+
+def test_an_https_provider_is_reached_through_a_tunnel_and_a_failure_there_is_not_sent(
+    egress,
+):
+    """CONNECT, then TLS inside the tunnel (here to a plain-HTTP sandbox: the
+    handshake fails). Whatever fails before the request is written sent nothing."""
+    key = str(uuid4())
+    with (
+        closing(HttpEmailProvider(f"https://{PROVIDER}")) as client,
+        pytest.raises(TransientSendError, match="ConnectError"),
+    ):
+        client.send(WELCOME, key)
+    [connect] = egress.asked
+    assert connect.startswith(f"CONNECT {PROVIDER} ")
+
+
+def test_a_proxy_that_is_down_is_transient_and_nothing_was_sent(monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
+    with (
+        closing(HttpEmailProvider(f"http://{PROVIDER}")) as client,
+        pytest.raises(TransientSendError, match="ConnectError"),
+    ):
+        client.send(WELCOME, str(uuid4()))
 
 
 # --- SMTP, against aiosmtpd ---------------------------------------------------
