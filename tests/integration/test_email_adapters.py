@@ -435,10 +435,16 @@ PROVIDER = "provider.invalid:8025"  # a name only the proxy can reach
 
 
 @pytest.fixture
-def egress(email_sandbox, monkeypatch) -> Iterator[ForwardProxy]:
+def no_proxies(monkeypatch) -> None:
+    """None of this machine's proxy settings (the lower-case ones win over ours)."""
+    for scheme in ("no", "http", "https", "all"):
+        monkeypatch.delenv(f"{scheme}_proxy", raising=False)
+        monkeypatch.delenv(f"{scheme}_proxy".upper(), raising=False)
+
+
+@pytest.fixture
+def egress(email_sandbox, monkeypatch, no_proxies) -> Iterator[ForwardProxy]:
     """A proxy in front of the sandbox, named by HTTP(S)_PROXY as a deployment's."""
-    for name in ("NO_PROXY", "no_proxy", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
     proxy = ForwardProxy(("127.0.0.1", email_sandbox.port))
     monkeypatch.setenv("HTTP_PROXY", proxy.url)
     monkeypatch.setenv("HTTPS_PROXY", proxy.url)
@@ -505,7 +511,9 @@ def test_an_https_provider_is_reached_through_a_tunnel_and_a_failure_there_is_no
     assert connect.startswith(f"CONNECT {PROVIDER} ")
 
 
-def test_a_proxy_that_is_down_is_transient_and_nothing_was_sent(monkeypatch):
+def test_a_proxy_that_is_down_is_transient_and_nothing_was_sent(
+    monkeypatch, no_proxies
+):
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
     with (
         closing(HttpEmailProvider(f"http://{PROVIDER}")) as client,
