@@ -15,6 +15,7 @@ import http.client
 import ipaddress
 import json
 import urllib.request
+import zlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -43,6 +44,7 @@ MAX_RETRY_AFTER_S = 86_400.0
 # not read, so a provider gone wrong, or a URL pointing at a file server, costs
 # this much memory a call, not the size of what it streams.
 MAX_ANSWER_BYTES = 64 * 1024
+PROXY_AUTHENTICATION_REQUIRED = 407
 
 
 class TransportFailedError(Exception):
@@ -101,7 +103,9 @@ class ProviderPool:
             # Through a forwarding proxy (an http provider), the request line
             # names the whole URL; through a CONNECT tunnel, the path alone.
             if url.scheme == "http":
-                self._prefix = f"http://{url.host}:{url.port or 80}{self._prefix}"
+                port = f":{url.port}" if url.port else ""
+                self._prefix = f"http://{url.host}{port}{self._prefix}"
+        self._forwarded = self._proxy is not None and url.scheme == "http"
         self._wait_s = read_timeout_s
         # Credentials in the URL's userinfo are sent as Basic auth, as httpx did.
         user, _, password = (url.auth or "").partition(":")
@@ -137,7 +141,7 @@ class ProviderPool:
                 preload_content=False,
                 pool_timeout=self._wait_s,  # type: ignore[arg-type]  # a float works
             )
-            return _read_bounded(response)
+            answer = _read_bounded(response)
         except ConnectFailedError as error:
             raise TransportFailedError(
                 Stage.NOT_SENT, error.name, error.cause
@@ -148,11 +152,17 @@ class ProviderPool:
             raise  # used after close(): a bug, not the provider's answer
         except HTTPError as error:  # the request was being written or answered
             raise TransportFailedError(Stage.SENT, _name(error), error) from error
+        if self._forwarded and answer.status == PROXY_AUTHENTICATION_REQUIRED:
+            # The proxy's own refusal, not the provider's: it was never asked.
+            refused = OSError("407 Proxy Authentication Required: our login refused")
+            raise TransportFailedError(Stage.NOT_SENT, "ProxyError", refused)
+        return answer
 
 
 def _proxy_for(url: Url) -> ProxyManager | None:
     """The proxy the environment names for this provider (`HTTPS_PROXY`,
-    `HTTP_PROXY`, `NO_PROXY`, as curl reads them), or None. Never for this
+    `HTTP_PROXY`, `NO_PROXY`, as Python's urllib reads them: NO_PROXY holds
+    names and domain suffixes), or None. Never for this
     machine (as Go's clients): no proxy reaches a sandbox on our loopback, and a
     laptop's global HTTP_PROXY must not break `make run`."""
     proxy = urllib.request.getproxies().get(str(url.scheme))
@@ -176,10 +186,14 @@ def _proxy_for(url: Url) -> ProxyManager | None:
 
 
 def _loopback(host: str) -> bool:
+    if host.rstrip(".") == "localhost":
+        return True
     try:
-        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+        ip = ipaddress.ip_address(host.strip("[]"))
     except ValueError:  # a name
         return False
+    mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return ip.is_loopback or ip.is_unspecified or bool(mapped and mapped.is_loopback)
 
 
 def json_body(body: Mapping[str, object]) -> bytes:
@@ -205,25 +219,48 @@ def json_answer(response: BaseHTTPResponse) -> Any:
 
 def _read_bounded(response: BaseHTTPResponse) -> BaseHTTPResponse:
     """The status and headers as they came, the body cut after MAX_ANSWER_BYTES
-    (decoded: a small gzip of a large answer is cut too). Read whole, the
-    connection goes back to the pool; cut, it is closed (the rest is never read)."""
+    of the wire (so endless empty gzip members cost no more than a large body)
+    and decoded here, bounded too. Read whole, the connection goes back to the
+    pool; cut, it is closed (the rest is never read)."""
+    raw = b""
     try:
-        data = response.read(MAX_ANSWER_BYTES + 1)
+        while len(raw) <= MAX_ANSWER_BYTES:  # a read may return less than asked
+            more = response.read(MAX_ANSWER_BYTES + 1 - len(raw), decode_content=False)
+            if not more:  # the end (a body cut short raised IncompleteRead)
+                break
+            raw += more
     except BaseException:
         response.close()  # half read: of no use to the next request
         response.release_conn()
         raise
-    if len(data) > MAX_ANSWER_BYTES:
+    cut = len(raw) > MAX_ANSWER_BYTES
+    if cut:
         response.close()
     response.release_conn()
+    encoding = response.headers.get("Content-Encoding")
     return HTTPResponse(
-        body=data,
+        body=raw if cut else _decoded(raw, encoding),
         headers=response.headers,
         status=response.status,
         reason=response.reason,
         preload_content=False,
         decode_content=False,
     )
+
+
+def _decoded(raw: bytes, encoding: str | None) -> bytes:
+    """gzip or zlib-deflate unpacked to at most MAX_ANSWER_BYTES + 1 bytes (more
+    is cut, and `json_answer` refuses it); what does not unpack whole, or is
+    packed otherwise, is kept as it came: unreadable, so the status decides. We
+    ask for none (http.client sends `Accept-Encoding: identity`)."""
+    if (encoding or "identity").strip().lower() not in ("gzip", "x-gzip", "deflate"):
+        return raw
+    unpack = zlib.decompressobj(wbits=32 + zlib.MAX_WBITS)  # either header
+    try:
+        data = unpack.decompress(raw, MAX_ANSWER_BYTES + 1)
+    except zlib.error:
+        return raw
+    return data if unpack.eof or len(data) > MAX_ANSWER_BYTES else raw
 
 
 def reason_phrase(response: BaseHTTPResponse) -> str:
@@ -335,7 +372,9 @@ class _WholeLines:
 def _connect(connect: Callable[[], None]) -> None:
     try:
         connect()
-    except (OSError, HTTPError) as error:  # refused, timed out, DNS, TLS handshake
+    # Refused, timed out, DNS, TLS handshake; a proxy's CONNECT answer unread
+    # (http.client's BadStatusLine): nothing reached the provider in any of them.
+    except (OSError, HTTPError, http.client.HTTPException) as error:
         raise ConnectFailedError(error) from error
 
 

@@ -310,22 +310,39 @@ class EndlessAnswer:
 ENDLESS_201 = b"HTTP/1.1 201 Created\r\nContent-Length: 1000000000\r\n\r\n"
 
 
+GZIPPED_NOTHING = gzip.compress(b"")  # 20 bytes that unpack to none
+
+
 @pytest.mark.parametrize(
-    ("head", "answer"),
+    ("head", "chunk", "answer"),
     [
-        pytest.param(ENDLESS_201, SendResult(provider_id=None), id="2xx: accepted"),
+        pytest.param(
+            ENDLESS_201,
+            b"{" + b" " * 65535,
+            SendResult(provider_id=None),
+            id="2xx: accepted",
+        ),
         pytest.param(
             b"HTTP/1.1 400 Bad Request\r\nContent-Length: 1000000000\r\n\r\n",
+            b"{" + b" " * 65535,
             PermanentSendError("provider answered 400: Bad Request"),
             id="4xx: refused, in its phrase",
         ),
+        pytest.param(
+            ENDLESS_201.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"),
+            GZIPPED_NOTHING * 3277,
+            SendResult(provider_id=None),
+            id="gzip members of nothing: bytes of the wire count",
+        ),
     ],
 )
-def test_an_endless_answer_is_read_no_further_than_its_status_needs(head, answer):
+def test_an_endless_answer_is_read_no_further_than_its_status_needs(
+    head, chunk, answer
+):
     """A provider gone wrong (or a URL pointing at a file server) streams a body
     without end: its status decides, its first 64 KiB are all that is read, and
     the connection it came on is not used again."""
-    endless = EndlessAnswer(head, b"{" + b" " * 65535)
+    endless = EndlessAnswer(head, chunk)
     with client_scripted(endless) as (client, server):
         for _ in range(2):
             if isinstance(answer, SendResult):
@@ -338,20 +355,25 @@ def test_an_endless_answer_is_read_no_further_than_its_status_needs(head, answer
     assert endless.sent < 2**25  # the client hung up; not read to the end
 
 
-def test_a_small_gzip_of_a_huge_answer_is_cut_after_decoding():
-    """Content-Encoding is decoded as it is read: 64 KiB of it, not the 256 MiB
-    that 256 KiB of gzip members unpack to."""
-    packed = gzip.compress(b" " * 2**20) * 256  # members in a row: one stream
+def gzipped_201(body: bytes) -> Callable[[ScriptedProvider, socket.socket], None]:
+    packed = gzip.compress(body)
     head = (
         b"HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\n"
         + f"Content-Length: {len(packed)}\r\n\r\n".encode()
     )
 
-    def bomb(server, conn):
+    def answer(server, conn):
         server.read_request(conn)
         conn.sendall(head + packed)
 
-    with client_scripted(bomb) as (client, _):
+    return answer
+
+
+def test_a_gzipped_answer_is_read_and_a_gzip_bomb_unpacked_no_further_than_64_kib():
+    """64 KiB of gzip can unpack to 64 MiB: no more than 64 KiB of it is made."""
+    with client_scripted(gzipped_201(b'{"id":"a1"}')) as (client, _):
+        assert client.send(WELCOME, str(uuid4())) == SendResult(provider_id="a1")
+    with client_scripted(gzipped_201(b" " * 2**26)) as (client, _):
         tracemalloc.start()
         try:
             assert client.send(WELCOME, str(uuid4())) == SendResult(provider_id=None)
@@ -480,6 +502,43 @@ def test_a_proxy_login_in_its_url_is_sent_to_the_proxy(
     finally:
         guarded.close()
     assert len(guarded.asked) == 1
+
+
+def test_a_forwarding_proxys_refusal_of_our_login_is_not_the_providers(
+    email_sandbox, monkeypatch, no_proxies
+):
+    """A 407 is the proxy's: the provider was never asked (a 4xx of its own
+    would dead-letter the e-mail for good)."""
+    guarded = ForwardProxy(("127.0.0.1", email_sandbox.port), required_auth="x")
+    monkeypatch.setenv("HTTP_PROXY", guarded.url)
+    key = str(uuid4())
+    try:
+        with (
+            closing(HttpEmailProvider(f"http://{PROVIDER}")) as client,
+            pytest.raises(TransientSendError, match="ProxyError: 407"),
+        ):
+            client.send(WELCOME, key)
+    finally:
+        guarded.close()
+    monkeypatch.delenv("HTTP_PROXY")  # the test's own client obeys it too
+    assert email_sandbox.held(key) == 0
+
+
+def test_a_connect_answer_that_is_no_http_sent_nothing(monkeypatch, no_proxies):
+    def garbage(server, conn):
+        server.read_request(conn)
+        conn.sendall(b"garbage\r\n")
+
+    proxy = ScriptedProvider(garbage)
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+    try:
+        with (
+            closing(HttpEmailProvider(f"https://{PROVIDER}")) as client,
+            pytest.raises(TransientSendError, match="ConnectError"),
+        ):
+            client.send(WELCOME, str(uuid4()))
+    finally:
+        proxy.close()
 
 
 def test_no_proxy_and_this_machine_go_direct(egress, email_sandbox, monkeypatch):
