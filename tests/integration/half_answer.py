@@ -33,6 +33,23 @@ class HalfAnswer:
         self.listener.close()
 
 
+def serve_each(
+    listener: socket.socket, handle: Callable[[socket.socket], None]
+) -> None:
+    """Each connection `listener` accepts handled in a thread of its own (one held
+    open does not stop the next), until the listener is closed."""
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+
+
 class Closable(Protocol):
     def close(self) -> None: ...
 

@@ -35,8 +35,8 @@ from application.email import (
 )
 from entrypoints.provider_urls import email_provider
 from entrypoints.settings import Settings
-from tests.forward_proxy import ForwardProxy
-from tests.integration.half_answer import client_of
+from tests.integration.forward_proxy import ForwardProxy
+from tests.integration.half_answer import client_of, serve_each
 from tests.ports.email_provider import WELCOME, EmailProviderContract
 from tests.stack import eventually
 
@@ -187,18 +187,10 @@ class ScriptedProvider:
         self.first_bytes = b""  # what a script that reads no request received
         self.closing = threading.Event()  # scripts that hang stop on it
         self._script = script
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._play, args=(conn,), daemon=True).start()
+        serve_each(self.listener, self._play)
 
     def _play(self, conn: socket.socket) -> None:
+        self.connections += 1
         with conn, suppress(OSError):  # the client hung up: its test says
             self._script(self, conn)
 

@@ -9,6 +9,8 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
+from tests.integration.half_answer import serve_each
+
 
 class ForwardProxy:
     def __init__(
@@ -19,18 +21,10 @@ class ForwardProxy:
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.asked: list[str] = []  # each request line, as it came
         self._auth = required_auth  # a Proxy-Authorization value, or None
-        threading.Thread(target=self._accept, daemon=True).start()
+        serve_each(self.listener, self._serve)
 
     def close(self) -> None:
         self.listener.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
         with client:
