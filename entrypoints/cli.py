@@ -13,7 +13,7 @@ from adapters.nats.streams import CredentialsRefusedError, ReplicasSettingError
 from entrypoints import bootstrap, demo, dlq, maintenance, status, trace
 from entrypoints.logging_setup import LogFormatError, configure_logging, log_format
 from entrypoints.masking import masked
-from entrypoints.sandbox.email_provider import EMAIL_KNOBS
+from entrypoints.sandbox.email_knobs import EMAIL_KNOBS
 from entrypoints.sandbox.knobs import add_knob_arguments, knobs_from
 from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
 from entrypoints.settings import (

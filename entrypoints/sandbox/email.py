@@ -22,7 +22,8 @@ from entrypoints.body_limit import BodyLimit
 from entrypoints.problems import install_error_handlers, problem
 from entrypoints.sandbox import inbox
 from entrypoints.sandbox.drop import DropMarkedResponses, serve
-from entrypoints.sandbox.email_provider import EMAIL_KNOBS, EmailSandbox
+from entrypoints.sandbox.email_knobs import EMAIL_KNOBS
+from entrypoints.sandbox.email_provider import EmailSandbox
 from entrypoints.sandbox.email_request import RefusedError, read_key, read_send
 from entrypoints.sandbox.knob_routes import knob_routes
 from entrypoints.sandbox.knobs import (

@@ -15,24 +15,11 @@ from starlette.types import Scope
 
 from entrypoints.problems import problem
 from entrypoints.sandbox.drop import mark_dropped
+from entrypoints.sandbox.email_knobs import EMAIL_KNOBS
 from entrypoints.sandbox.email_request import SendRequest
-from entrypoints.sandbox.knobs import Knob, KnobBoard
+from entrypoints.sandbox.knobs import KnobBoard
 from entrypoints.sandbox.rate_limit import WINDOW_S, SlidingWindow, retry_after_header
 from entrypoints.sandbox.store import MessageStore, StoredMessage
-
-EMAIL_KNOBS = (
-    Knob(name="latency_ms", default=0, low=0, high=600_000,
-         help="every provider answer waits this long"),
-    Knob(name="fail_rate", default=0.0, low=0, high=1,
-         help="share of sends answered fail_status without accepting"),
-    Knob(name="fail_status", default=503, low=400, high=599,
-         help="status of those failures (400 makes them permanent)"),
-    Knob(name="drop_rate", default=0.0, low=0, high=1,
-         help="share of sends accepted, then answered by closing the connection"),
-    Knob(name="rate_limit_per_s", default=100, low=1, high=1_000_000,
-         help="accepted sends per second; above it 429 with Retry-After"),
-    Knob(name="down", default=False, help="every provider request is answered 503"),
-)  # fmt: skip
 
 
 class EmailSandbox:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Self
 import httpx
 
 from adapters.embedded.process import free_port
-from entrypoints.sandbox.email_provider import EMAIL_KNOBS
+from entrypoints.sandbox.email_knobs import EMAIL_KNOBS
 from tests.stack import wait_ready
 
 DEFAULT_KNOBS = {knob.name: knob.default for knob in EMAIL_KNOBS}
