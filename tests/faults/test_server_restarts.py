@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from uuid import UUID, uuid4
 
@@ -101,7 +102,14 @@ def test_postgres_restarted_immediately_loses_no_acknowledged_enrollment(
     pg.start()
     restarted = time.monotonic()
     count_before_stop = len(client.created)
-    eventually(lambda: len(client.created) > count_before_stop + 5, timeout=30)
+    try:
+        eventually(lambda: len(client.created) > count_before_stop + 5, timeout=30)
+    except AssertionError as stalled:  # say what the client and the API saw
+        statuses = Counter(client.statuses[-200:])
+        api_log = stack.logs["api"].read_text(errors="replace")[-6000:]
+        raise AssertionError(
+            f"no recovery: last statuses {statuses}\nthe API's log:\n{api_log}"
+        ) from stalled
     client.stop.set()
     client.join(20)
 
