@@ -65,8 +65,9 @@ class ProviderPool:
     seen (urllib3 polls its socket when taking it) and replaced before anything is
     written to it. At most `connections` at once; a caller who finds none free
     waits up to the read timeout, then nothing was sent (as httpx's pool timeout).
-    A proxy the environment names (`HTTP(S)_PROXY`, `NO_PROXY`) is used as curl
-    uses it: a deployment whose way out is an egress proxy needs no other setting.
+    A proxy the environment names (`HTTP(S)_PROXY`, `NO_PROXY`) is used
+    (`_proxy_for`): a deployment whose way out is an egress proxy needs no other
+    setting.
     """
 
     def __init__(
@@ -161,10 +162,10 @@ class ProviderPool:
 
 def _proxy_for(url: Url) -> ProxyManager | None:
     """The proxy the environment names for this provider (`HTTPS_PROXY`,
-    `HTTP_PROXY`, `NO_PROXY`, as Python's urllib reads them: NO_PROXY holds
-    names and domain suffixes), or None. Never for this
-    machine (as Go's clients): no proxy reaches a sandbox on our loopback, and a
-    laptop's global HTTP_PROXY must not break `make run`."""
+    `HTTP_PROXY`, `NO_PROXY`, as Python's urllib reads them: NO_PROXY holds names
+    and domain suffixes), or None. Never for this machine (as Go's clients): no
+    proxy reaches a sandbox on our loopback, and a laptop's global HTTP_PROXY must
+    not break `make run`."""
     proxy = urllib.request.getproxies().get(str(url.scheme))
     if (
         not proxy
