@@ -109,12 +109,8 @@ class ProviderPool:
         self._forwarded = self._proxy is not None and url.scheme == "http"
         self._wait_s = read_timeout_s
         # Credentials in the URL's userinfo are sent as Basic auth, as httpx did.
-        user, _, password = (url.auth or "").partition(":")
-        self._headers = (
-            make_headers(basic_auth=f"{unquote(user)}:{unquote(password)}")
-            if url.auth
-            else {}
-        )
+        login = _login(url)
+        self._headers = make_headers(basic_auth=login) if login else {}
 
     def close(self) -> None:
         self._pool.close()
@@ -177,13 +173,20 @@ def _proxy_for(url: Url) -> ProxyManager | None:
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
         variable = f"{str(url.scheme).upper()}_PROXY"
         raise ValueError(f"{variable} must name a proxy as http://host:port")
-    user, _, password = (parsed.auth or "").partition(":")
-    auth = f"{unquote(user)}:{unquote(password)}"
+    login = _login(parsed)
     return ProxyManager(
         parsed._replace(auth=None).url,
         num_pools=1,
-        proxy_headers=make_headers(proxy_basic_auth=auth) if parsed.auth else None,
+        proxy_headers=make_headers(proxy_basic_auth=login) if login else None,
     )
+
+
+def _login(url: Url) -> str | None:
+    """The URL's userinfo as `user:password`, percent-decoded; None when it has none."""
+    if not url.auth:
+        return None
+    user, _, password = url.auth.partition(":")
+    return f"{unquote(user)}:{unquote(password)}"
 
 
 def _loopback(host: str) -> bool:
