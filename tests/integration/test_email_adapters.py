@@ -184,6 +184,7 @@ class ScriptedProvider:
         self.url = f"{scheme}://127.0.0.1:{self.listener.getsockname()[1]}"
         self.connections = 0
         self.keys: list[str] = []  # each request's Idempotency-Key, as it came
+        self.heads: list[bytes] = []  # each request's head, as it came
         self.first_bytes = b""  # what a script that reads no request received
         self.closing = threading.Event()  # scripts that hang stop on it
         self._script = script
@@ -211,6 +212,7 @@ class ScriptedProvider:
             missing -= len(chunk)
         key = re.search(rb"(?im)^idempotency-key: *(\S+)", head)
         self.keys.append(key[1].decode() if key else "")
+        self.heads.append(head)
 
     def close(self) -> None:
         self.closing.set()
@@ -231,6 +233,20 @@ def client_scripted(
     finally:
         client.close()
         server.close()
+
+
+def test_a_login_in_the_providers_url_is_sent_as_basic_auth():
+    def answer(server, conn):
+        server.read_request(conn)
+        conn.sendall(ACCEPTED)
+
+    with client_scripted(answer) as (_, server):
+        login = server.url.replace("//", "//club:p%40ss@")  # "@" percent-encoded
+        with closing(HttpEmailProvider(login)) as client:
+            client.send(WELCOME, str(uuid4()))
+    expected = base64.b64encode(b"club:p@ss")
+    [head] = server.heads
+    assert re.search(rb"(?im)^authorization: basic " + expected + rb"\r?$", head)
 
 
 def test_a_kept_alive_connection_the_provider_closed_is_replaced_before_sending():
