@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from adapters.nats.streams import DUPLICATE_WINDOW_S
+from adapters.providers.http_client import check_proxy
 from application.contracts.events import READERS
 from application.dlq_owners import RELAY_DLQ, DlqOwners, OwnerRulesError
 from application.saga import SagaPolicy
@@ -240,6 +241,7 @@ def _email_url(url: str, sender: str) -> str:
     _check_url(name, url, HTTP_SCHEMES + SMTP_SCHEMES, "http:// or smtp://")
     where = urlsplit(url)
     if where.scheme not in SMTP_SCHEMES:
+        _check_proxy(name, url)
         return url
     if not sender:
         msg = (
@@ -268,7 +270,16 @@ def _sender(raw: str) -> str:
 
 def _http_url(name: str, url: str) -> str:
     _check_url(name, url, HTTP_SCHEMES, "http://")
+    _check_proxy(name, url)
     return url
+
+
+def _check_proxy(name: str, url: str) -> None:
+    """The proxy the environment names for this provider, if any, is usable."""
+    try:
+        check_proxy(url)
+    except ValueError as e:
+        raise ConfigError(f"{e}; it is the way to {name}") from None
 
 
 NATS_SCHEMES = ("nats", "tls", "ws", "wss")

@@ -156,6 +156,15 @@ class ProviderPool:
         return answer
 
 
+def check_proxy(base_url: str) -> None:
+    """ValueError, naming the variable, when the environment names a proxy for
+    this provider that cannot be used: start-up says so, where a role building
+    its client would crash, and be restarted, over and over."""
+    url = _parsed(base_url)
+    if url is not None and url.host:
+        _proxy_for(url)
+
+
 def _proxy_for(url: Url) -> ProxyManager | None:
     """The proxy the environment names for this provider (`HTTPS_PROXY`,
     `HTTP_PROXY`, `NO_PROXY`, as Python's urllib reads them: NO_PROXY holds names

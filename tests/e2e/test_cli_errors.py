@@ -52,6 +52,26 @@ def test_a_bad_setting_is_one_line_that_names_the_fix(
     assert "hunter2" not in answer.stderr + answer.stdout
 
 
+@pytest.mark.parametrize(
+    ("proxy", "provider"),
+    [
+        ("HTTPS_PROXY", {"CLUB_EMAIL_PROVIDER_URL": "https://mail.example"}),
+        ("HTTP_PROXY", {"CLUB_PAYMENT_PROVIDER_URL": "http://pay.example:8026"}),
+    ],
+)
+def test_a_proxy_a_provider_cannot_use_is_refused_at_start(
+    proxy: str, provider: dict[str, str]
+) -> None:
+    """Found when a role built its client, it was a traceback, and `club up` would
+    restart the role for ever; a proxy for this machine's sandboxes is never read."""
+    answer = club("migrate", **provider, **{proxy: "socks5://u:hunter2@proxy:1080"})
+    assert answer.returncode == 2, answer.stderr
+    [line] = answer.stderr.splitlines()
+    assert line.startswith(f"club: {proxy} must name a proxy as http://host:port")
+    assert next(iter(provider)) in line
+    assert "hunter2" not in answer.stderr + answer.stdout
+
+
 def test_a_bug_inside_a_role_is_a_traceback_not_a_config_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
