@@ -497,7 +497,7 @@ def test_a_provider_is_reached_through_the_proxy_the_environment_names(
 
 
 def test_a_proxy_login_in_its_url_is_sent_to_the_proxy(
-    email_sandbox, egress, monkeypatch
+    email_sandbox, monkeypatch, no_proxies
 ):
     guarded = ForwardProxy(
         ("127.0.0.1", email_sandbox.port),
@@ -550,8 +550,8 @@ def test_a_connect_answer_that_is_no_http_sent_nothing(monkeypatch, no_proxies):
 
 
 def test_no_proxy_and_this_machine_go_direct(egress, email_sandbox, monkeypatch):
-    """NO_PROXY is read as curl reads it; this machine is never proxied (a laptop's
-    global HTTP_PROXY reaches no sandbox on its loopback)."""
+    """NO_PROXY is read as Python's urllib reads it; this machine is never
+    proxied (a laptop's global HTTP_PROXY reaches no sandbox on its loopback)."""
     with closing(HttpEmailProvider(email_sandbox.url)) as client:
         assert client.send(WELCOME, str(uuid4())).provider_id
     monkeypatch.setenv("NO_PROXY", ".invalid")
