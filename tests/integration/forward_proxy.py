@@ -45,7 +45,19 @@ class ForwardProxy:
                 self._auth is not None
                 and given.get("proxy-authorization") != self._auth
             ):
-                client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
+                # The body is read first and the client left to close: a
+                # socket closed with unread bytes is reset, and a reset can
+                # destroy the 407 before the client reads it (as it did on CI).
+                body = int(given.get("content-length", "0"))
+                while len(rest) < body and (chunk := client.recv(65536)):
+                    rest += chunk
+                client.sendall(
+                    b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                    b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+                client.shutdown(socket.SHUT_WR)
+                while client.recv(65536):
+                    pass
                 return
             if method == "CONNECT":
                 with socket.create_connection(self.upstream) as upstream:
