@@ -3,10 +3,11 @@ provider's HTTP client must class as unknown or transient, never as a result."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Protocol, TypeVar
 
 
@@ -24,13 +25,34 @@ class HalfAnswer:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
-            with conn:
-                conn.recv(65536)
+            with conn, suppress(ConnectionError):
+                read_request(conn)
                 self.requests += 1
                 conn.sendall(self.reply)
 
     def close(self) -> None:
         self.listener.close()
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """One whole request (its head returned). Read before answering: urllib3
+    writes head and body apart, and a socket closed with the body unread is
+    reset, which can destroy the answer before the client reads it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ConnectionError("the client closed before a whole request")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length: *(\d+)", head)
+    missing = (int(length[1]) if length else 0) - len(body)
+    while missing > 0:
+        chunk = conn.recv(missing)
+        if not chunk:
+            raise ConnectionError("the client closed before a whole body")
+        missing -= len(chunk)
+    return head
 
 
 def serve_each(

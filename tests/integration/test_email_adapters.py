@@ -36,7 +36,7 @@ from application.email import (
 from entrypoints.provider_urls import email_provider
 from entrypoints.settings import Settings
 from tests.integration.forward_proxy import ForwardProxy
-from tests.integration.half_answer import client_of, serve_each
+from tests.integration.half_answer import client_of, read_request, serve_each
 from tests.ports.email_provider import WELCOME, EmailProviderContract
 from tests.stack import eventually
 
@@ -171,9 +171,7 @@ ACCEPTED = b'HTTP/1.1 201 Created\r\nContent-Length: 11\r\n\r\n{"id":"a1"}'
 class ScriptedProvider:
     """HalfAnswer's plumbing with a script per connection, each in a thread of its
     own (one connection held open does not stop the next): `script(self, conn)`.
-    The whole request is read before answering: urllib3 writes head and body
-    apart, and a close with the body unread resets the connection, a different
-    failure from the scripted one."""
+    Scripts read the whole request before answering (`read_request`)."""
 
     def __init__(
         self,
@@ -196,20 +194,7 @@ class ScriptedProvider:
             self._script(self, conn)
 
     def read_request(self, conn: socket.socket) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = conn.recv(65536)
-            if not chunk:
-                raise ConnectionError("the client closed before a whole request")
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = re.search(rb"(?im)^content-length: *(\d+)", head)
-        missing = (int(length[1]) if length else 0) - len(body)
-        while missing > 0:
-            chunk = conn.recv(missing)
-            if not chunk:
-                raise ConnectionError("the client closed before a whole body")
-            missing -= len(chunk)
+        head = read_request(conn)
         key = re.search(rb"(?im)^idempotency-key: *(\S+)", head)
         self.keys.append(key[1].decode() if key else "")
         self.heads.append(head)
