@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test test-unit test-integration test-e2e test-faults test-properties lint bench clean
+.PHONY: run test test-unit test-integration test-postgres test-e2e test-faults test-properties lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ test-unit: $(STAMP)
 
 test-integration: $(STAMP)
 	$(PYTEST) -m integration
+
+# The integration tests that reach PostgreSQL: CI runs them again against the
+# machine's server (CLUB_DATABASE_URL); the others would only repeat themselves.
+test-postgres: $(STAMP)
+	$(PYTEST) -m "integration and postgres"
 
 test-e2e: $(STAMP)
 	$(PYTEST) -m e2e

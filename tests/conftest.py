@@ -32,16 +32,19 @@ SERVER_FIXTURES = frozenset(
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Layers by folder: `unit` needs no server (`make test-unit`, seconds); a test
-    in tests/unit or tests/contracts that does need one counts as `integration`."""
+    in tests/unit or tests/contracts that does need one counts as `integration`.
+    A test that reaches PostgreSQL is also marked `postgres` (CI runs those once
+    more against the machine's server: `make test-postgres`)."""
     for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        params = getattr(item, "callspec", None)
+        # A store chosen by parameter asks for its database when it runs.
+        postgres_param = params is not None and "postgres" in params.params.values()
+        if postgres_param or "postgres_server_url" in fixtures:
+            item.add_marker("postgres")
         layer = Path(str(item.path)).relative_to(TESTS).parts[0]
         if layer in UNIT_FOLDERS:
-            params = getattr(item, "callspec", None)
-            needs_servers = bool(
-                SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
-            )
-            if params is not None and "postgres" in params.params.values():
-                needs_servers = True
+            needs_servers = postgres_param or bool(SERVER_FIXTURES & fixtures)
             layer = "integration" if needs_servers else "unit"
         item.add_marker(layer)
 
