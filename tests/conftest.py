@@ -6,12 +6,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import hypothesis  # noqa: F401 - see below
+import hypothesis
 import pytest
 
 # Imported early on purpose: when the first import of hypothesis happens in pytest's
 # terminal summary (a run without any hypothesis test), CPython 3.11.7's ast.parse
 # fails there with "AST constructor recursion depth mismatch".
+
+# No time limits on examples: a property is about what comes out, not how fast
+# (speed is `make bench`'s), and a loaded 2-core CI box stalls for longer than
+# hypothesis's 200 ms deadline or its too-slow check allow.
+hypothesis.settings.register_profile(
+    "club",
+    deadline=None,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow],
+)
+hypothesis.settings.load_profile("club")
 
 # The servers' modules (bootstrap, FastAPI, SQLAlchemy: seconds) are imported by the
 # fixtures that start them, not here: `make test-unit`'s xdist controller loads this

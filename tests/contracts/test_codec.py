@@ -12,7 +12,7 @@ from uuid import UUID, uuid4
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
@@ -91,7 +91,6 @@ def assert_one_pass_bytes(event: PublishedEvent, occurred_at: datetime) -> None:
     assert envelope.to_json() == json_dumps(envelope)
 
 
-@settings(deadline=None)
 @given(event=st.sampled_from(EVERY_VERSION).flatmap(any_instance), occurred_at=moments)
 def test_one_pass_writes_json_dumps_bytes_for_any_version(
     event: PublishedEvent, occurred_at: datetime

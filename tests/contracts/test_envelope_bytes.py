@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from application.contracts.envelope import Envelope, canonical_json
@@ -120,7 +120,6 @@ def assert_encodes_as_json_dumps_does(data: dict[str, Any]) -> None:
     assert envelope.to_json() == stdlib(envelope)
 
 
-@settings(deadline=None)
 @given(plain_data)
 def test_any_plain_data_encodes_as_json_dumps_does(data: dict[str, Any]) -> None:
     """Hypothesis's 100 examples; 400 in tests/properties/test_published_language.py

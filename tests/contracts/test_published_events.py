@@ -10,7 +10,7 @@ from uuid import uuid4
 
 import attrs
 import pytest
-from hypothesis import given, reject, settings
+from hypothesis import given, reject
 from hypothesis import strategies as st
 
 from application.contracts.envelope import Envelope
@@ -98,7 +98,6 @@ def test_an_unknown_version_is_refused_not_guessed() -> None:
 aware = st.datetimes(timezones=st.just(UTC))
 
 
-@settings(deadline=None)  # timing is not the property; a loaded CI box is slow
 @given(
     # Mostly what the domain accepts (no control characters, years it schedules);
     # the rest is rejected below, so a filter never starves.

@@ -152,9 +152,8 @@ def test_arbitrary_input_never_5xx_and_every_accepted_event_reaches_the_models(
     @settings(
         max_examples=100,
         derandomize=True,
-        deadline=None,
         database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        suppress_health_check=[HealthCheck.data_too_large],
     )
     @given(visit=visits())
     def one_visit(visit: dict[str, Any]) -> None:

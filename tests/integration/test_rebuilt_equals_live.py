@@ -97,7 +97,6 @@ def rows(conn, table, column, lessons) -> set[tuple]:
 
 @settings(
     max_examples=50,
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(ops=operations, data=st.data())

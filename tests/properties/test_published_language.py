@@ -35,7 +35,7 @@ each_version = pytest.mark.parametrize(
 
 
 @each_version
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(data=st.data(), occurred_at=moments)
 def test_one_pass_writes_json_dumps_bytes_for_every_version(
     cls: type[PublishedEvent], data: st.DataObject, occurred_at: datetime
@@ -62,7 +62,7 @@ def test_any_stored_event_maps_the_same(mapper: Mapper[UUID], event: Any) -> Non
     assert_same(mapper, notification(event, mapper))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(plain_data)
 def test_any_plain_data_encodes_as_json_dumps_does(data: dict[str, Any]) -> None:
     assert_encodes_as_json_dumps_does(data)

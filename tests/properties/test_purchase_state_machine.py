@@ -343,6 +343,6 @@ class PurchaseSagaMachine(RuleBasedStateMachine):
 
 
 PurchaseSagaMachine.TestCase.settings = settings(
-    max_examples=200, stateful_step_count=50, derandomize=True, deadline=None
+    max_examples=200, stateful_step_count=50, derandomize=True
 )
 TestPurchaseSaga = PurchaseSagaMachine.TestCase
