@@ -11,6 +11,18 @@ from application.errors import ContentionError
 from application.group_commit import GroupCommit
 
 
+def wait_until_queued(group_commit: GroupCommit[int, int], key: str, n: int) -> None:
+    """Until `n` callers wait in `key`'s queue (read from inside: no sleep is long
+    enough on a busy box, and a short one changes the groups the test checks)."""
+    gate = group_commit._gates[key]
+    for _ in range(500):
+        with gate.cond:
+            if len(gate.pending) == n:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{len(gate.pending)} queued, not {n}")
+
+
 def test_callers_waiting_behind_a_save_are_run_as_one_group() -> None:
     groups: list[list[int]] = []
     first_running, release = threading.Event(), threading.Event()
@@ -34,7 +46,7 @@ def test_callers_waiting_behind_a_save_are_run_as_one_group() -> None:
     followers = [threading.Thread(target=call, args=(n,)) for n in range(1, 6)]
     for thread in followers:
         thread.start()
-    time.sleep(0.2)  # let all five queue behind the running save
+    wait_until_queued(group_commit, "lesson", 5)  # behind the running save
     release.set()
     for thread in [leader, *followers]:
         thread.join(5)
@@ -97,14 +109,18 @@ def test_a_stuck_leader_hands_over_and_its_own_group_gives_up() -> None:
     assert first_running.wait(5)
     for thread in threads[1:]:
         thread.start()
-    time.sleep(0.1)  # 0 and 2 queue behind the first group, then run as one
+    wait_until_queued(group_commit, "lesson", 2)  # then they run as one group
     go_on.set()
     assert stuck.wait(5)
     started = time.monotonic()
     assert group_commit.submit("lesson", 1) == 10  # led by a new leader
     assert time.monotonic() - started < 0.9
-    time.sleep(1.2)  # past wait_at_most: the stuck group's follower gave up
-    gave_up = [n for n in (0, 2) if isinstance(outcomes.get(n), ContentionError)]
+    # Past wait_at_most the stuck group's follower gives up; its leader runs on.
+    for _ in range(50):
+        gave_up = [n for n in (0, 2) if isinstance(outcomes.get(n), ContentionError)]
+        if gave_up:
+            break
+        time.sleep(0.1)
     assert len(gave_up) == 1, outcomes  # the follower; the stuck leader still runs
     release.set()
     for thread in threads:
