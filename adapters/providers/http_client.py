@@ -1,5 +1,6 @@
-"""One bounded HTTP client for a provider: every phase has a timeout, so a provider
-that hangs costs a timeout, never a worker or a saga.
+"""One bounded HTTP client for a provider: every phase has a timeout and a whole
+call a deadline (call_deadline), so a provider that hangs, or answers a byte at a
+time, costs a timeout, never a worker or a saga.
 
 Both provider adapters (e-mail and payment) send through `ProviderPool`, a urllib3
 pool at about half of httpx's CPU per request
@@ -14,12 +15,14 @@ import email.utils
 import http.client
 import ipaddress
 import json
+import socket
+import threading
 import urllib.request
 import zlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from urllib3 import ProxyManager, Timeout, connection, connectionpool, make_headers
@@ -36,8 +39,12 @@ from urllib3.exceptions import (
 from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import Url, parse_url
 
+from adapters.providers.call_deadline import Call
 from application.email import Stage
 from application.personal_data import without_addresses
+
+if TYPE_CHECKING:  # urllib3's connection protocol, named for types only
+    from urllib3._base_connection import BaseHTTPConnection
 
 MAX_RETRY_AFTER_S = 86_400.0
 # A provider answers in a few hundred bytes (an error page, a few KB): more is
@@ -108,6 +115,9 @@ class ProviderPool:
                 self._prefix = f"http://{url.host}{port}{self._prefix}"
         self._forwarded = self._proxy is not None and url.scheme == "http"
         self._wait_s = read_timeout_s
+        # A whole call, once it has its connection: connecting, a silence as long
+        # as the read timeout before the head, and as long again for the rest.
+        self._call_s = connect_timeout_s + 2 * read_timeout_s
         # Credentials in the URL's userinfo are sent as Basic auth, as httpx did.
         login = _login(url)
         self._headers = make_headers(basic_auth=login) if login else {}
@@ -126,6 +136,7 @@ class ProviderPool:
     ) -> BaseHTTPResponse:
         """The answer, read (its body up to MAX_ANSWER_BYTES + 1: `json_answer`
         refuses one that long); raises `TransportFailedError` when none came."""
+        call = _calls.current = Call(self._call_s)
         try:
             response = self._pool.urlopen(
                 method,
@@ -139,6 +150,8 @@ class ProviderPool:
                 pool_timeout=self._wait_s,  # type: ignore[arg-type]  # a float works
             )
             answer = _read_bounded(response)
+            if call.cut:  # a body that runs to the close ends at the cut as well
+                raise ProtocolError("the answer was cut at the call's deadline")
         except ConnectFailedError as error:
             raise TransportFailedError(
                 Stage.NOT_SENT, error.name, error.cause
@@ -148,7 +161,13 @@ class ProviderPool:
         except ClosedPoolError:
             raise  # used after close(): a bug, not the provider's answer
         except HTTPError as error:  # the request was being written or answered
+            if call.cut:
+                late = TimeoutError(f"no whole answer within {call.seconds:g}s")
+                raise TransportFailedError(Stage.SENT, "ReadTimeout", late) from error
             raise TransportFailedError(Stage.SENT, _name(error), error) from error
+        finally:
+            call.end()
+            _calls.current = None
         if self._forwarded and answer.status == PROXY_AUTHENTICATION_REQUIRED:
             # The proxy's own refusal, not the provider's: it was never asked.
             refused = OSError("407 Proxy Authentication Required: our login refused")
@@ -398,6 +417,10 @@ class HTTPConnection(connection.HTTPConnection):
     def connect(self) -> None:
         _connect(super().connect)
 
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3's
+        _reading(self.sock)
+        return super().getresponse()
+
 
 class HTTPSConnection(connection.HTTPSConnection):
     response_class = _WholeHead
@@ -405,13 +428,42 @@ class HTTPSConnection(connection.HTTPSConnection):
     def connect(self) -> None:
         _connect(super().connect)
 
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3's
+        _reading(self.sock)
+        return super().getresponse()
+
+
+class _Calls(threading.local):
+    current: Call | None = None  # the call this thread is making, if any
+
+
+_calls = _Calls()
+
+
+def _timed(conn: BaseHTTPConnection) -> BaseHTTPConnection:
+    """The connection a call took starts the call's clock (call_deadline)."""
+    if _calls.current is not None:
+        _calls.current.attach(conn)
+    return conn
+
+
+def _reading(sock: socket.socket | None) -> None:
+    if _calls.current is not None:
+        _calls.current.reading(sock)
+
 
 class HTTPConnectionPool(connectionpool.HTTPConnectionPool):
     ConnectionCls = HTTPConnection
 
+    def _get_conn(self, timeout: float | None = None) -> BaseHTTPConnection:
+        return _timed(super()._get_conn(timeout))
+
 
 class HTTPSConnectionPool(connectionpool.HTTPSConnectionPool):
     ConnectionCls = HTTPSConnection
+
+    def _get_conn(self, timeout: float | None = None) -> BaseHTTPConnection:
+        return _timed(super()._get_conn(timeout))
 
 
 POOLS_BY_SCHEME = {"http": HTTPConnectionPool, "https": HTTPSConnectionPool}

@@ -8,6 +8,7 @@ import base64
 import gzip
 import re
 import socket
+import ssl
 import threading
 import time
 import tracemalloc
@@ -19,6 +20,7 @@ from email.utils import formatdate
 from uuid import uuid4
 
 import pytest
+import trustme
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
@@ -177,9 +179,13 @@ class ScriptedProvider:
         self,
         script: Callable[[ScriptedProvider, socket.socket], None],
         scheme: str = "http",
+        tls: ssl.SSLContext | None = None,  # a real TLS server (else raw bytes)
     ) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"{scheme}://127.0.0.1:{self.listener.getsockname()[1]}"
+        host = "127.0.0.1" if tls is None else "localhost"  # the certificate's
+        scheme = "https" if tls else scheme
+        self.url = f"{scheme}://{host}:{self.listener.getsockname()[1]}"
+        self._tls = tls
         self.connections = 0
         self.keys: list[str] = []  # each request's Idempotency-Key, as it came
         self.heads: list[bytes] = []  # each request's head, as it came
@@ -191,7 +197,11 @@ class ScriptedProvider:
     def _play(self, conn: socket.socket) -> None:
         self.connections += 1
         with conn, suppress(OSError):  # the client hung up: its test says
-            self._script(self, conn)
+            if self._tls is not None:
+                with self._tls.wrap_socket(conn, server_side=True) as secured:
+                    self._script(self, secured)
+            else:
+                self._script(self, conn)
 
     def read_request(self, conn: socket.socket) -> None:
         head = read_request(conn)
@@ -208,16 +218,29 @@ class ScriptedProvider:
 def client_scripted(
     script: Callable[[ScriptedProvider, socket.socket], None],
     scheme: str = "http",
+    tls: ssl.SSLContext | None = None,
     **options,
 ) -> Iterator[tuple[HttpEmailProvider, ScriptedProvider]]:
     """As client_of: an HttpEmailProvider on a ScriptedProvider, both closed after."""
-    server = ScriptedProvider(script, scheme)
+    server = ScriptedProvider(script, scheme, tls)
     client = HttpEmailProvider(server.url, **options)
     try:
         yield client, server
     finally:
         client.close()
         server.close()
+
+
+@pytest.fixture
+def trusted_tls(monkeypatch, tmp_path) -> ssl.SSLContext:
+    """A server context for `localhost`, its CA the only one our client trusts
+    (OpenSSL reads SSL_CERT_FILE when urllib3 builds a connection's context)."""
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server)
+    return server
 
 
 def test_a_login_in_the_providers_url_is_sent_as_basic_auth():
@@ -283,6 +306,70 @@ def test_a_head_cut_by_the_providers_close_is_unknown(reply):
     ):
         client.send(WELCOME, key)
     assert server.keys == [key]  # it did leave: that is why it is unknown
+
+
+def drip(head: bytes, each: bytes):
+    """A script answering `head`, then `each` every 0.1 s (inside any read
+    timeout) until the client hangs up: never silent, never done."""
+
+    def script(server, conn):
+        server.read_request(conn)
+        conn.sendall(head)
+        while not server.closing.wait(0.1):
+            conn.sendall(each)
+
+    return script
+
+
+DRIPPED_HEAD = drip(b"HTTP/1.1 201 Created\r\n", b"X-A: b\r\n")
+DRIPPED_BODY = drip(b"HTTP/1.1 201 Created\r\nContent-Length: 60000\r\n\r\n", b"{")
+DRIPPED_TO_THE_CLOSE = drip(b"HTTP/1.1 201 Created\r\n\r\n", b"{")  # no length
+
+
+@pytest.mark.parametrize(
+    ("script", "over_tls"),
+    [
+        pytest.param(DRIPPED_HEAD, False, id="head"),
+        pytest.param(DRIPPED_BODY, False, id="body"),
+        pytest.param(DRIPPED_TO_THE_CLOSE, False, id="body without a length"),
+        pytest.param(DRIPPED_HEAD, True, id="head over TLS"),
+    ],
+)
+def test_an_answer_dripped_inside_the_read_timeout_ends_with_the_calls_deadline(
+    script, over_tls, request
+):
+    """Each read waits 0.1 s, under its 0.5 s timeout, for ever: the whole call
+    is cut at connect + 2 x read = 1.5 s (call_deadline), unknown as a cut answer."""
+    key = str(uuid4())
+    tls = request.getfixturevalue("trusted_tls") if over_tls else None
+    options = {"connect_timeout_s": 0.5, "read_timeout_s": 0.5}
+    with client_scripted(script, tls=tls, **options) as (client, server):
+        started = time.monotonic()
+        with pytest.raises(OutcomeUnknownError, match=r"ReadTimeout: .* 1\.5s"):
+            client.send(WELCOME, key)
+        took = time.monotonic() - started
+    assert 1.5 <= took < 4, took
+    assert server.keys == [key]
+
+
+def test_a_calls_deadline_never_cuts_the_next_call_on_its_connection():
+    """A call that ended is forgotten: its deadline (2.1 s) passing while the
+    next call runs on the same kept-alive connection does not cut that one."""
+    body = b'{"id":"a1"}'
+
+    def two_slow_answers(server, conn):
+        for seconds in (1.5, 1.0):  # the first deadline falls in the second
+            server.read_request(conn)
+            conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Length: 11\r\n\r\n")
+            for byte in body:  # a byte at a time: no read timeout
+                time.sleep(seconds / len(body))
+                conn.sendall(bytes([byte]))
+
+    options = {"connect_timeout_s": 0.1, "read_timeout_s": 1.0}
+    with client_scripted(two_slow_answers, **options) as (client, server):
+        for _ in range(2):
+            assert client.send(WELCOME, str(uuid4())) == SendResult(provider_id="a1")
+    assert server.connections == 1
 
 
 class EndlessAnswer:

@@ -1,0 +1,93 @@
+"""A whole provider call bounded in time, not only each read of it.
+
+A socket timeout bounds one silence. A provider (or something between) that drips
+a byte just inside it — a header line every few seconds, a body a byte at a time
+— is never silent long enough, and would hold a worker's slot for as long as it
+likes. A call is therefore given a deadline when it takes its connection; past
+it, the connection is shut down under the reader, which sees the provider hang
+up (so the call ends as any cut answer does: its outcome unknown).
+
+One watchdog thread per process serves every call: a thread per call would cost
+more than the send itself.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import socket
+import threading
+import time
+from contextlib import suppress
+
+
+class Call:
+    """One provider call: `attach` starts its clock with the connection it got,
+    `reading` names the socket its answer comes from (http.client lets go of a
+    connection's socket when the answer runs to the close: the answer holds it);
+    `end` (always called) makes the watchdog forget it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.cut = False  # the deadline passed while the call was still running
+        self._conn: object | None = None  # an http.client connection
+        self._sock: socket.socket | None = None
+        self._over = False
+        self._lock = threading.Lock()
+
+    def attach(self, conn: object) -> None:
+        with self._lock:
+            self._conn = conn
+        _WATCHDOG.watch(time.monotonic() + self.seconds, self)
+
+    def reading(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            self._sock = sock
+
+    def end(self) -> None:
+        with self._lock:  # after this, the connection may serve another call
+            self._over, self._conn, self._sock = True, None, None
+
+    def expire(self) -> None:
+        """The watchdog's: the deadline passed."""
+        with self._lock:
+            if self._over or self._conn is None:
+                return
+            self.cut = True
+            sock = getattr(self._conn, "sock", None) or self._sock
+            if isinstance(sock, socket.socket):
+                # socket.socket's own shutdown, also for TLS: SSLSocket's would
+                # drop its SSL object under the reading thread.
+                with suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _Watchdog:
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, Call]] = []
+        self._order = itertools.count()  # ties: no Call comparison
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: float, call: Call) -> None:
+        with self._cond:
+            heapq.heappush(self._due, (deadline, next(self._order), call))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="provider-call-deadlines", daemon=True
+                )
+                self._thread.start()
+            if self._due[0][2] is call:  # a sooner deadline than it sleeps for
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    wait = self._due[0][0] - time.monotonic() if self._due else None
+                    self._cond.wait(wait)
+                _, _, call = heapq.heappop(self._due)
+            call.expire()
+
+
+_WATCHDOG = _Watchdog()
