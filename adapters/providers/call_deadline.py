@@ -44,9 +44,12 @@ class Call:
         with self._lock:
             self._sock = sock
 
-    def end(self) -> None:
-        with self._lock:  # after this, the connection may serve another call
+    def end(self) -> bool:
+        """Whether the deadline cut the call. Called before the connection can
+        serve another call: the watchdog must never reach that one."""
+        with self._lock:
             self._over, self._conn, self._sock = True, None, None
+            return self.cut
 
     def expire(self) -> None:
         """The watchdog's: the deadline passed."""

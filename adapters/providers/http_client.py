@@ -149,9 +149,7 @@ class ProviderPool:
                 preload_content=False,
                 pool_timeout=self._wait_s,  # type: ignore[arg-type]  # a float works
             )
-            answer = _read_bounded(response)
-            if call.cut:  # a body that runs to the close ends at the cut as well
-                raise ProtocolError("the answer was cut at the call's deadline")
+            answer = _read_bounded(response, call)
         except ConnectFailedError as error:
             raise TransportFailedError(
                 Stage.NOT_SENT, error.name, error.cause
@@ -249,11 +247,12 @@ def json_answer(response: BaseHTTPResponse) -> Any:
         raise ValueError("the provider's answer nests too deep to read") from None
 
 
-def _read_bounded(response: BaseHTTPResponse) -> BaseHTTPResponse:
+def _read_bounded(response: BaseHTTPResponse, call: Call) -> BaseHTTPResponse:
     """The status and headers as they came, the body cut after MAX_ANSWER_BYTES
     of the wire (so endless empty gzip members cost no more than a large body)
     and decoded here, bounded too. Read whole, the connection goes back to the
-    pool; cut, it is closed (the rest is never read)."""
+    pool; cut, it is closed (the rest is never read). The call ends before the
+    connection is given back: its deadline must not cut the next call on it."""
     raw = b""
     try:
         while len(raw) <= MAX_ANSWER_BYTES:  # a read may return less than asked
@@ -261,7 +260,10 @@ def _read_bounded(response: BaseHTTPResponse) -> BaseHTTPResponse:
             if not more:  # the end (a body cut short raised IncompleteRead)
                 break
             raw += more
+        if call.end():  # a body that runs to the close ends at the cut as well
+            raise ProtocolError("the answer was cut at the call's deadline")
     except BaseException:
+        call.end()
         response.close()  # half read: of no use to the next request
         response.release_conn()
         raise
