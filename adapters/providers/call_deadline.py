@@ -18,7 +18,13 @@ import itertools
 import socket
 import threading
 import time
-from contextlib import suppress
+
+import structlog
+
+log = structlog.get_logger()
+# A deadline that found no socket to shut (a name still resolving, a TLS
+# connection being set up) is tried again this soon, until the call ends.
+RETRY_S = 0.05
 
 
 class Call:
@@ -57,12 +63,23 @@ class Call:
             if self._over or self._conn is None:
                 return
             self.cut = True
-            sock = getattr(self._conn, "sock", None) or self._sock
-            if isinstance(sock, socket.socket):
-                # socket.socket's own shutdown, also for TLS: SSLSocket's would
-                # drop its SSL object under the reading thread.
-                with suppress(OSError):
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            if self._shut():
+                return
+        _WATCHDOG.watch(time.monotonic() + RETRY_S, self)
+
+    def _shut(self) -> bool:
+        sock = getattr(self._conn, "sock", None) or self._sock
+        # TLS inside TLS (an https proxy): urllib3's SSLTransport over the socket.
+        sock = getattr(sock, "socket", sock)
+        if not isinstance(sock, socket.socket):
+            return False
+        try:
+            # socket.socket's own shutdown, also for TLS: SSLSocket's would drop
+            # its SSL object under the reading thread.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:  # closed, or swapped for its TLS wrapper meanwhile
+            return False
+        return True
 
 
 class _Watchdog:
@@ -90,7 +107,10 @@ class _Watchdog:
                     wait = self._due[0][0] - time.monotonic() if self._due else None
                     self._cond.wait(wait)
                 _, _, call = heapq.heappop(self._due)
-            call.expire()
+            try:
+                call.expire()
+            except Exception:  # a dead watchdog would leave every call unbounded
+                log.exception("provider_call.deadline_failed")
 
 
 _WATCHDOG = _Watchdog()

@@ -251,8 +251,7 @@ def _read_bounded(response: BaseHTTPResponse, call: Call) -> BaseHTTPResponse:
     """The status and headers as they came, the body cut after MAX_ANSWER_BYTES
     of the wire (so endless empty gzip members cost no more than a large body)
     and decoded here, bounded too. Read whole, the connection goes back to the
-    pool; cut, it is closed (the rest is never read). The call ends before the
-    connection is given back: its deadline must not cut the next call on it."""
+    pool; cut, it is closed (the rest is never read)."""
     raw = b""
     try:
         while len(raw) <= MAX_ANSWER_BYTES:  # a read may return less than asked
@@ -263,7 +262,6 @@ def _read_bounded(response: BaseHTTPResponse, call: Call) -> BaseHTTPResponse:
         if call.end():  # a body that runs to the close ends at the cut as well
             raise ProtocolError("the answer was cut at the call's deadline")
     except BaseException:
-        call.end()
         response.close()  # half read: of no use to the next request
         response.release_conn()
         raise
@@ -454,11 +452,22 @@ def _reading(sock: socket.socket | None) -> None:
         _calls.current.reading(sock)
 
 
+def _ended(conn: BaseHTTPConnection | None) -> BaseHTTPConnection | None:
+    """A connection goes back to the pool (urllib3 does it as the answer's last
+    byte is read): the call ends first, so its deadline never cuts the next."""
+    if _calls.current is not None:
+        _calls.current.end()
+    return conn
+
+
 class HTTPConnectionPool(connectionpool.HTTPConnectionPool):
     ConnectionCls = HTTPConnection
 
     def _get_conn(self, timeout: float | None = None) -> BaseHTTPConnection:
         return _timed(super()._get_conn(timeout))
+
+    def _put_conn(self, conn: BaseHTTPConnection | None) -> None:
+        super()._put_conn(_ended(conn))
 
 
 class HTTPSConnectionPool(connectionpool.HTTPSConnectionPool):
@@ -466,6 +475,9 @@ class HTTPSConnectionPool(connectionpool.HTTPSConnectionPool):
 
     def _get_conn(self, timeout: float | None = None) -> BaseHTTPConnection:
         return _timed(super()._get_conn(timeout))
+
+    def _put_conn(self, conn: BaseHTTPConnection | None) -> None:
+        super()._put_conn(_ended(conn))
 
 
 POOLS_BY_SCHEME = {"http": HTTPConnectionPool, "https": HTTPSConnectionPool}
