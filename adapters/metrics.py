@@ -39,8 +39,8 @@ DLQ_OLDEST_AGE = Gauge(
     "obligation has waited for its owner.",
     ["consumer"],
 )
-# The chain's hops, read at each /metrics scrape (entrypoints/status_metrics.py),
-# and by each background role for its own hop (entrypoints/role_metrics.py).
+# The chain's hops, read at each /metrics scrape (entrypoints/ops/status_metrics.py),
+# and by each background role for its own hop (entrypoints/runtime/role_metrics.py).
 OUTBOX = "outbox"  # the `queue` label of the stored events not yet published
 SAGA_DEADLINES = "saga_deadlines"  # ... and of the saga's overdue wake-ups
 QUEUE_LENGTH = Gauge(
@@ -83,7 +83,7 @@ DELIVERY_ETA = Gauge(
 )
 
 # Counted where they happen, in the role that does the work: each background role
-# serves its own /metrics (entrypoints/metrics_server.py), the API serves its own.
+# serves its own /metrics (entrypoints/runtime/metrics_server.py), the API its own.
 EVENTS_PUBLISHED = Counter(
     "club_events_published",
     "Events the relay published and the stream acknowledged: alert when it stays "

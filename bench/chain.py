@@ -15,7 +15,7 @@ from adapters.postgres.tables import inbox
 from application.contracts.mapping import published_envelopes
 from bench.common import new_lesson, percentiles, students, wait_until_projected
 from bench.http import steady
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from projections import statistics
 
 

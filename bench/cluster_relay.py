@@ -26,8 +26,8 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.nats.relay import Relay
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
-from entrypoints import bootstrap
-from entrypoints.demo import lesson_with_enrollments
+from entrypoints.cli.demo import lesson_with_enrollments
+from entrypoints.runtime import bootstrap
 
 ENROLLMENTS = 2000
 RUNS = 3

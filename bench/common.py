@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from application.club import ClubApplication
-from entrypoints import bootstrap
-from entrypoints.confirmed_totals import confirmed_totals
-from entrypoints.demo import register_students, schedule_lesson
-from entrypoints.role_env import role_env
+from entrypoints.cli.demo import register_students, schedule_lesson
+from entrypoints.config.role_env import role_env
+from entrypoints.ops.confirmed_totals import confirmed_totals
+from entrypoints.runtime import bootstrap
 
 # Overrides for trying the bench out quickly; the published figures use the defaults.
 RUNS = int(os.environ.get("CLUB_BENCH_RUNS", "3"))

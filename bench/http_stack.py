@@ -1,6 +1,6 @@
 """The API under each HTTP server and loop, and with 1 or 2 processes (issue #14).
 
-Every variant serves the same app, `entrypoints.asgi:create_app` (what
+Every variant serves the same app, `entrypoints.runtime.asgi:create_app` (what
 `CLUB_API_WORKERS` runs), from a process of its own on the bench's servers; only the
 server, the loop, the HTTP parser and the process count differ. A variant whose
 package is not installed is reported as missing, never silently dropped.
@@ -20,9 +20,9 @@ import attrs
 
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
-from entrypoints.api_workers import api_workers
+from entrypoints.runtime.api_workers import api_workers
 
-APP = "entrypoints.asgi:create_app"
+APP = "entrypoints.runtime.asgi:create_app"
 PEER = "bench.peer_plain:create_app"
 
 

@@ -32,7 +32,7 @@ from adapters.postgres.tables import notifications
 from bench.common import new_lesson, role, students
 from bench.drain import drained_at, first_at_most, steady_level
 from bench.http import steady_posts
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 
 BACKLOG = 600
 ARRIVAL_PER_S = 80.0

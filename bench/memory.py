@@ -12,7 +12,7 @@ import psutil
 
 from bench.common import role, wait_until_projected
 from bench.rebuild import load_notifications
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from projections import statistics
 
 STEPS = 10

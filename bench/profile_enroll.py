@@ -49,8 +49,8 @@ from bench import peer_plain
 from bench.common import new_lesson, students
 from bench.http import closed_loop
 from bench.http_stack import PEER
-from entrypoints import bootstrap
-from entrypoints.role_env import role_env
+from entrypoints.config.role_env import role_env
+from entrypoints.runtime import bootstrap
 
 # --- variants: one change inside the API process ------------------------------------
 
@@ -76,12 +76,12 @@ def _pre_ping() -> None:
 def _async_container_dependency() -> None:
     """The routes' container dependency as `async def`: FastAPI runs a plain `def`
     dependency in the thread pool, a second hand-off per request besides the
-    endpoint's (entrypoints/routes/deps.py unchanged)."""
+    endpoint's (entrypoints/http/deps.py unchanged)."""
     from typing import Annotated  # noqa: PLC0415
 
     from fastapi import Depends  # noqa: PLC0415
 
-    from entrypoints.routes import deps  # noqa: PLC0415 - before the routes import it
+    from entrypoints.http import deps  # noqa: PLC0415 - before the routes import it
 
     async def container(request: Request) -> bootstrap.Container:
         found: bootstrap.Container = request.app.state.container
@@ -99,7 +99,7 @@ VARIANTS: dict[str, Callable[[], None]] = {
 
 def serve(variant: str) -> None:
     VARIANTS[variant]()
-    from entrypoints.cli import main  # noqa: PLC0415 - after the variant's change
+    from entrypoints.cli.main import main  # noqa: PLC0415 - after the variant's change
 
     sys.exit(main(["api"]))
 

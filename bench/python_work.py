@@ -33,7 +33,7 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.scratch import fresh_database, scratch_dir
 from bench.rebuild import load_notifications
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 
 NOTIFICATIONS = int(os.environ.get("CLUB_WORK_NOTIFICATIONS", "40000"))
 ROUNDS = int(os.environ.get("CLUB_WORK_ROUNDS", "3"))

@@ -22,8 +22,8 @@ def relay(database_url: str, nats_url: str) -> dict[str, float]:
 
     from adapters.nats.relay_drain import relay_all  # noqa: PLC0415
     from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams  # noqa: PLC0415
-    from entrypoints import bootstrap  # noqa: PLC0415
-    from entrypoints.settings import Settings  # noqa: PLC0415
+    from entrypoints.config.settings import Settings  # noqa: PLC0415
+    from entrypoints.runtime import bootstrap  # noqa: PLC0415
 
     settings = Settings.from_env(
         {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
@@ -55,7 +55,7 @@ def relay(database_url: str, nats_url: str) -> dict[str, float]:
 
 def rebuild(database_url: str, _: str) -> dict[str, float]:
     from adapters.postgres.rebuild import Rebuild  # noqa: PLC0415
-    from entrypoints import bootstrap  # noqa: PLC0415
+    from entrypoints.runtime import bootstrap  # noqa: PLC0415
     from projections import statistics  # noqa: PLC0415
 
     container = bootstrap.build(database_url, pool_size=5)

@@ -8,7 +8,7 @@ from uuid import uuid4
 
 from domain.enrollment import Enrollment
 from domain.lesson import Lesson
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from projections import statistics
 
 PER_SAVE = 100  # enrollments saved per transaction while loading

@@ -13,8 +13,8 @@ from adapters.nats.relay_drain import relay_all
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from application.contracts.envelope import Envelope
 from bench.common import RUNS
-from entrypoints.bootstrap import build_relay
-from entrypoints.settings import Settings
+from entrypoints.config.settings import Settings
+from entrypoints.runtime.bootstrap import build_relay
 
 
 async def fresh_stream(js) -> None:

@@ -49,7 +49,7 @@ from bench.projection import club_catchup_rate, raw_catchup_rate
 from bench.rebuild import load_notifications, raw_read_rate, rebuild_rate
 from bench.relay import raw_publish_rate, relay_rate
 from bench.write_path import horizon_container, horizon_readers_never_skip
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 
 BACKLOG_NOTIFICATIONS = int(100_000 * SCALE)  # ~50,000 published (2 per enrollment)
 WRITES_PER_RUN = 960

@@ -22,8 +22,8 @@ from psycopg.sql import SQL, Identifier
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.recorder import ClubRecorder
 from adapters.postgres.tailing import PER_WRITER, WRITERS, tail_while_writing
-from entrypoints.bootstrap import Container, build, migrate_database
-from entrypoints.demo import lesson_with_enrollments
+from entrypoints.cli.demo import lesson_with_enrollments
+from entrypoints.runtime.bootstrap import Container, build, migrate_database
 
 Position = tuple[int, int]  # (transaction id, notification id)
 

@@ -11,7 +11,7 @@ from application.commands import EnrollStudent
 from application.exports import RequestExport, request_export
 from domain.export import Export
 from domain.student import StudentProfile
-from entrypoints.demo import (
+from entrypoints.cli.demo import (
     enroll_all,
     lesson_with_enrollments,
     register_students,

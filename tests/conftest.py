@@ -29,7 +29,7 @@ hypothesis.settings.load_profile("club")
 if TYPE_CHECKING:
     from adapters.embedded.nats import EmbeddedNats
     from adapters.providers.email_http import HttpEmailProvider
-    from entrypoints import bootstrap
+    from entrypoints.runtime import bootstrap
     from tests.integration.sandbox_process import SandboxProcess
 
 TESTS = Path(__file__).parent
@@ -99,7 +99,7 @@ def nats_url(nats: tuple[str, EmbeddedNats | None]) -> str:
 
 @pytest.fixture(scope="module")
 def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
-    from entrypoints import bootstrap
+    from entrypoints.runtime import bootstrap
 
     bootstrap.migrate(database_url, nats_url)
     return database_url, nats_url
@@ -107,7 +107,7 @@ def migrated(database_url: str, nats_url: str) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def container(migrated: tuple[str, str]) -> Iterator[bootstrap.Container]:
-    from entrypoints import bootstrap
+    from entrypoints.runtime import bootstrap
 
     c = bootstrap.build(migrated[0], pool_size=5)
     yield c
@@ -117,7 +117,7 @@ def container(migrated: tuple[str, str]) -> Iterator[bootstrap.Container]:
 @pytest.fixture
 def container_for() -> Iterator[Callable[[str], bootstrap.Container]]:
     """Containers built on demand (e.g. after a server restart), closed at the end."""
-    from entrypoints import bootstrap
+    from entrypoints.runtime import bootstrap
 
     built: list[bootstrap.Container] = []
 
@@ -136,7 +136,7 @@ def guarded_nats(request: pytest.FixtureRequest) -> Iterator[EmbeddedNats]:
     own permissions, as `club up` and the compose cluster configure it."""
     from adapters.embedded.nats import EmbeddedNats
     from adapters.nats.authorization import role_users
-    from entrypoints import bootstrap
+    from entrypoints.runtime import bootstrap
     from tests.stack import scratch_for
 
     server = EmbeddedNats(

@@ -16,7 +16,7 @@ import pytest
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import scratch_dir
-from entrypoints.role_env import role_env
+from entrypoints.config.role_env import role_env
 
 ROLES: dict[str, tuple[str, ...]] = {
     "api": ("api",),

@@ -9,7 +9,7 @@ import pytest
 
 from adapters.postgres.database import create_engine
 from adapters.postgres.inbox import Delivery, apply_batch
-from entrypoints.bootstrap import PROJECTIONS, migrate_database
+from entrypoints.runtime.bootstrap import PROJECTIONS, migrate_database
 from tests.contracts.test_published_events import EXAMPLE_FILES, EXAMPLE_IDS, load
 
 

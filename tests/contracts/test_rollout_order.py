@@ -10,7 +10,7 @@ import attrs
 from application.contracts.events import READERS
 from application.contracts.mapping import PUBLISHED, unreadable_published_versions
 from domain.enrollment import Enrollment
-from entrypoints.bootstrap import PROJECTIONS
+from entrypoints.runtime.bootstrap import PROJECTIONS
 from tests.contracts.test_published_events import EXAMPLE_FILES
 
 

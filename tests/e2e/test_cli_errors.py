@@ -9,9 +9,10 @@ import sys
 import pytest
 
 from adapters.embedded.process import free_port
-from entrypoints import cli, preflight
-from entrypoints.masking import masked
-from entrypoints.settings import ConfigError, Settings
+from entrypoints.cli import main as cli
+from entrypoints.config.masking import masked
+from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.runtime import preflight
 from tests.servers import scratch_dir
 from tests.stack import club_env
 
@@ -127,7 +128,7 @@ def test_masked_hides_every_password_and_token(url: str, shown: str) -> None:
 def test_a_roles_log_masks_a_url_an_error_quotes() -> None:
     """Every `club` process logs through the masking processor that main() installs."""
     code = (
-        "import structlog, entrypoints.cli as cli; cli._mask_passwords_in_logs(); "
+        "import structlog, entrypoints.cli.main as cli; cli._mask_passwords_in_logs(); "
         "structlog.get_logger().warning('role.waiting_for_nats', "
         "error='nats://relay:hunter2@n1:4222 refused')"
     )

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from uuid import UUID
 
-from entrypoints.role_env import role_env
+from entrypoints.config.role_env import role_env
 
 
 def club_demo(

@@ -35,7 +35,7 @@ from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import scratch_dir
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM, connect
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from tests.api_client import ClubClient, bearer
 from tests.stack import FAST_SAGA, club_env, eventually
 

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from domain.student import EMAIL_PATTERN, STUDENT_ID_PATTERN
 from domain.text import SINGLE_LINE_PATTERN
-from entrypoints.http import create_app
-from entrypoints.schemas import STARTS_AT_PATTERN
+from entrypoints.http.schemas import STARTS_AT_PATTERN
+from entrypoints.runtime.api import create_app
 
 PROBLEM = "application/problem+json"
 

@@ -17,11 +17,11 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute
 
-from entrypoints import bootstrap
-from entrypoints.http import create_app
-from entrypoints.operator import OpsConfig, require_operator
-from entrypoints.ops_session import COOKIE, csrf_token, valid_session
-from entrypoints.settings import Settings
+from entrypoints.config.settings import Settings
+from entrypoints.ops.access import OpsConfig, require_operator
+from entrypoints.ops.session import COOKIE, csrf_token, valid_session
+from entrypoints.runtime import bootstrap
+from entrypoints.runtime.api import create_app
 from tests.api_client import bearer
 from tests.servers import scratch_dir
 from tests.stack import running_stack

@@ -26,7 +26,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from adapters.postgres.tables import dlq_replays
-from entrypoints.ops_session import COOKIE
+from entrypoints.ops.session import COOKIE
 from tests.api_client import ClubClient, bearer
 from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from adapters.postgres.tables import inbox
 from application.ids import enrollment_id_for, event_id
-from entrypoints.bootstrap import Container
+from entrypoints.runtime.bootstrap import Container
 from projections import statistics
 from tests.api_client import ClubClient
 from tests.integration.helpers import stream_messages, with_js

@@ -20,7 +20,7 @@ import pytest
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
-from entrypoints.bootstrap import Container, migrate
+from entrypoints.runtime.bootstrap import Container, migrate
 from tests.api_client import ClubClient
 from tests.servers import fresh_database, scratch_dir
 from tests.stack import Stack

@@ -39,7 +39,7 @@ from adapters.nats.streams import (
 from adapters.postgres.tables import inbox
 from application.commands import EnrollStudent, ScheduleLesson
 from domain.student import StudentProfile
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from tests.faults.workload import confirmed_totals, expected_event_ids
 from tests.integration.helpers import stream_messages
 from tests.servers import scratch_dir

@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
 from adapters.postgres.database import eventsourcing_env
-from entrypoints import bootstrap
-from entrypoints.bootstrap import Container
-from entrypoints.http import create_app
+from entrypoints.runtime import bootstrap
+from entrypoints.runtime.api import create_app
+from entrypoints.runtime.bootstrap import Container
 from projections import statistics
 from tests.faults.workload import expected_event_ids, stream_event_ids
 from tests.integration.helpers import lesson_with_enrollments, make_relay, relay_all

@@ -12,7 +12,7 @@ import httpx
 
 from adapters.nats.streams import EVENTS_STREAM, ensure_streams
 from adapters.postgres.lease import RELAY_LEASE, RelayLease
-from entrypoints.audit import published_up_to_position
+from entrypoints.ops.audit import published_up_to_position
 from tests.faults.facts import enroll, settled, setup_lesson
 from tests.faults.workload import confirmed_totals
 from tests.integration.helpers import with_js

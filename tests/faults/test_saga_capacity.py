@@ -17,7 +17,7 @@ from uuid import UUID
 import httpx
 
 from domain.lesson import Lesson
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from tests.faults.saga_world import World, world_for
 from tests.stack import eventually
 

@@ -23,7 +23,7 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.postgres.database import eventsourcing_env
 from adapters.postgres.factory import ClubFactory
-from entrypoints.bootstrap import migrate
+from entrypoints.runtime.bootstrap import migrate
 from tests.faults.facts import setup_lesson
 from tests.faults.workload import confirmed_totals, expected_event_ids, stream_event_ids
 from tests.servers import fresh_database, scratch_dir

@@ -10,8 +10,8 @@ from uuid import uuid4
 import attrs
 import httpx
 
-from entrypoints.bootstrap import Container
-from entrypoints.confirmed_totals import confirmed_totals as totals_of
+from entrypoints.ops.confirmed_totals import confirmed_totals as totals_of
+from entrypoints.runtime.bootstrap import Container
 from tests.api_client import ClubClient
 from tests.faults.facts import setup_lesson
 from tests.integration.helpers import published, stream_messages, with_js

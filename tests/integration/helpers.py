@@ -23,13 +23,12 @@ from adapters.postgres.tables import notifications
 from application.contracts.envelope import Envelope
 from application.contracts.mapping import published_envelopes
 from application.dlq_owners import DlqOwners
-from entrypoints import work_classes
-from entrypoints.bootstrap import Container, build_relay
-from entrypoints.demo import lesson_with_enrollments
-from entrypoints.exports_wiring import exports_dir
-from entrypoints.problems import install_error_handlers
-from entrypoints.routes import operations
-from entrypoints.settings import Settings
+from entrypoints.cli.demo import lesson_with_enrollments
+from entrypoints.config.settings import Settings, exports_dir
+from entrypoints.http.problems import install_error_handlers
+from entrypoints.http.routes import operations
+from entrypoints.runtime import work_classes
+from entrypoints.runtime.bootstrap import Container, build_relay
 
 # One copy: the package's, re-exported for the tests that import them from here.
 __all__ = ["lesson_with_enrollments", "make_relay", "published", "relay_all"]

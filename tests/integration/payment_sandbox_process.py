@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 
-from entrypoints.sandbox.payment_knobs import PAYMENT_KNOBS
+from sandboxes.payment_knobs import PAYMENT_KNOBS
 from tests.integration.sandbox_process import SandboxProcess
 
 DEFAULT_PAYMENT_KNOBS = {knob.name: knob.default for knob in PAYMENT_KNOBS}
@@ -17,7 +17,7 @@ SECRET = "whsec_test_0123456789"  # noqa: S105 - a test secret
 
 
 class PaymentSandboxProcess(SandboxProcess):
-    module = "entrypoints.sandbox.payment"
+    module = "sandboxes.payment"
     default_knobs = DEFAULT_PAYMENT_KNOBS
     listing = "payments"
 

@@ -1,5 +1,5 @@
 """What both provider sandboxes do alike, their idempotency keys and knobs coming
-from the same code (entrypoints/sandbox/): each sandbox's test module subclasses
+from the same code (sandboxes/): each sandbox's test module subclasses
 `SandboxContract` with a `Test` prefix.
 
 Subclasses provide the fixtures `http` (a client on the sandbox, its knobs at the

@@ -16,14 +16,14 @@ from typing import Any, ClassVar, Self
 import httpx
 
 from adapters.embedded.process import free_port
-from entrypoints.sandbox.email_knobs import EMAIL_KNOBS
+from sandboxes.email_knobs import EMAIL_KNOBS
 from tests.stack import wait_ready
 
 DEFAULT_KNOBS = {knob.name: knob.default for knob in EMAIL_KNOBS}
 
 
 class SandboxProcess:
-    module: ClassVar[str] = "entrypoints.sandbox.email"
+    module: ClassVar[str] = "sandboxes.email"
     default_knobs: ClassVar[dict[str, object]] = DEFAULT_KNOBS
     listing: ClassVar[str] = "messages"  # GET /<listing> shows what it accepted
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from entrypoints.confirmed_totals import confirmed_totals
+from entrypoints.ops.confirmed_totals import confirmed_totals
 from tests.builders import lesson_with_enrollments
 
 

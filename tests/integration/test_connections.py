@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from eventsourcing.persistence import OperationalError
 
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 
 
 def _settings(conn: psycopg.Connection) -> dict[str, str]:

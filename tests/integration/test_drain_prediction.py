@@ -17,8 +17,8 @@ from adapters.providers.email_http import HttpEmailProvider
 from application.commands import EnrollStudent, ScheduleLesson
 from application.notifications import RetryPolicy
 from domain.student import StudentProfile
-from entrypoints import work_classes
-from entrypoints.chain_status import read_chain
+from entrypoints.ops.chain_status import read_chain
+from entrypoints.runtime import work_classes
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,

@@ -35,8 +35,8 @@ from application.email import (
     SendResult,
     TransientSendError,
 )
-from entrypoints.provider_urls import email_provider
-from entrypoints.settings import Settings
+from entrypoints.config.settings import Settings
+from entrypoints.runtime.provider_urls import email_provider
 from tests.integration.forward_proxy import ForwardProxy
 from tests.integration.half_answer import client_of, read_request, serve_each
 from tests.ports.email_provider import WELCOME, EmailProviderContract

@@ -11,8 +11,8 @@ from uuid import uuid4
 import httpx
 import pytest
 
-from entrypoints.sandbox.email import create_app, parse_knob_args
-from entrypoints.sandbox.knobs import KnobError
+from sandboxes.email import create_app, parse_knob_args
+from sandboxes.knobs import KnobError
 from tests.integration.sandbox_contract import SandboxContract
 from tests.integration.sandbox_process import DEFAULT_KNOBS, SandboxProcess
 from tests.servers import scratch_dir

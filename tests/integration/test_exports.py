@@ -32,8 +32,9 @@ from application.exports import get_export
 from application.notifications import Outcome, RetryPolicy
 from domain.export import ExportStatus
 from domain.student import StudentProfile
-from entrypoints import work_classes
-from entrypoints.exports_wiring import (
+from entrypoints.config.settings import Settings
+from entrypoints.runtime import work_classes
+from entrypoints.runtime.exports_wiring import (
     EXPORT_SUBJECTS,
     EXPORTS,
     ensure_export_consumer,
@@ -42,7 +43,6 @@ from entrypoints.exports_wiring import (
     exports_dir,
     job_for,
 )
-from entrypoints.settings import Settings
 from tests.builders import export_requested
 from tests.integration.helpers import (
     email_states_of,

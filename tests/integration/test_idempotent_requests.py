@@ -12,7 +12,7 @@ import pytest
 
 from application.commands import EnrollStudent
 from application.idempotency import Answer, KeyReusedError, Request
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from tests.builders import profile, schedule_lesson
 
 ROUNDS = 20

@@ -19,7 +19,7 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.nats.authorization import authorization_block, role_users
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 from tests.stack import club_env
 
 REPO = Path(__file__).resolve().parents[2]

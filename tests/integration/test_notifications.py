@@ -19,9 +19,9 @@ from adapters.postgres.tables import first_failures, notifications
 from application.commands import CancelEnrollment
 from application.dlq_owners import DlqOwners
 from application.notifications import RetryPolicy
-from entrypoints import bootstrap, work_classes
-from entrypoints.http import create_app
-from entrypoints.settings import Settings
+from entrypoints.config.settings import Settings
+from entrypoints.runtime import bootstrap, work_classes
+from entrypoints.runtime.api import create_app
 from tests.integration.helpers import (
     email_states,
     email_states_of,

@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, verify_signature
-from entrypoints.sandbox.knobs import KnobError
-from entrypoints.sandbox.payment import create_app, parse_knob_args
-from entrypoints.sandbox.payment_provider import PaymentSandbox
-from entrypoints.sandbox.payment_request import read_charge
-from entrypoints.sandbox.payment_webhooks import WebhookSender
+from sandboxes.knobs import KnobError
+from sandboxes.payment import create_app, parse_knob_args
+from sandboxes.payment_provider import PaymentSandbox
+from sandboxes.payment_request import read_charge
+from sandboxes.payment_webhooks import WebhookSender
 from tests.integration.payment_sandbox_process import (
     DEFAULT_PAYMENT_KNOBS,
     SECRET,
@@ -400,7 +400,7 @@ def test_knobs_are_taken_from_the_command_line():
 )  # fmt: skip
 def test_bad_command_lines_exit_2_naming_the_fix(argv, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "entrypoints.sandbox.payment", "--data-dir",
+        [sys.executable, "-m", "sandboxes.payment", "--data-dir",
          str(tmp_path), "--port", "1", *argv],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -14,7 +14,7 @@ from tests.stack import club_env
 
 def probe(database_url: str, nats_url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "entrypoints.probe"],
+        [sys.executable, "-m", "entrypoints.runtime.probe"],
         env=club_env(database_url, nats_url), capture_output=True, text=True,
         timeout=30, check=False,
     )  # fmt: skip
@@ -62,7 +62,7 @@ def test_refused_credentials_are_named(
 
 def test_missing_settings_are_named() -> None:
     answer = subprocess.run(
-        [sys.executable, "-m", "entrypoints.probe"],
+        [sys.executable, "-m", "entrypoints.runtime.probe"],
         env=club_env("", ""), capture_output=True, text=True, timeout=30,
         check=False,
     )  # fmt: skip

@@ -18,7 +18,7 @@ from application.notifications import provider_key, request_for
 from application.purchase_emails import purchase_facts_from
 from application.purchases import Purchases, enrollment_id_of
 from domain.student import StudentProfile
-from entrypoints import work_classes
+from entrypoints.runtime import work_classes
 from tests.integration.helpers import make_relay, relay_all, stream_messages, with_js
 from tests.integration.sandbox_process import SandboxProcess
 from tests.integration.test_notifications import FAST, work_until

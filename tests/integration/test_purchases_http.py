@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 from adapters.postgres.tables import payment_webhooks, refused_webhooks, saga_deadlines
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, sign
 from application.purchases import Purchases
-from entrypoints.http import create_app
+from entrypoints.runtime.api import create_app
 from tests.api_client import ClubClient
 
 SECRET = "whsec_routes_0123456789"  # noqa: S105 - a test secret

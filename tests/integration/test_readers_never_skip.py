@@ -7,7 +7,7 @@ would let a reader see id N+1 before id N commits, and skip N forever.
 from __future__ import annotations
 
 from adapters.postgres.tailing import PER_WRITER, WRITERS, tail_while_writing
-from entrypoints.demo import lesson_with_enrollments
+from entrypoints.cli.demo import lesson_with_enrollments
 
 
 def test_ten_writers_two_tailing_readers(container) -> None:

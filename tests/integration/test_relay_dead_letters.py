@@ -7,8 +7,8 @@ from uuid import uuid4
 from eventsourcing.persistence import StoredEvent
 
 from adapters.nats.dlq import dead_letters
-from entrypoints.bootstrap import build_relay
-from entrypoints.settings import Settings
+from entrypoints.config.settings import Settings
+from entrypoints.runtime.bootstrap import build_relay
 from tests.integration.helpers import (
     UNUSED_NATS_URL,
     lesson_with_enrollments,

@@ -22,10 +22,10 @@ from adapters.nats.streams import EVENTS_STREAM, ensure_consumer
 from adapters.postgres.retention import PostgresTrim
 from adapters.postgres.tables import inbox, inbox_horizons, request_answers
 from application.commands import ScheduleLesson
-from entrypoints import bootstrap
-from entrypoints.audit import find_holes, published_up_to_position
-from entrypoints.exports_wiring import export_runner, exports_dir
-from entrypoints.settings import Settings
+from entrypoints.config.settings import Settings, exports_dir
+from entrypoints.ops.audit import find_holes, published_up_to_position
+from entrypoints.runtime import bootstrap
+from entrypoints.runtime.exports_wiring import export_runner
 from projections import statistics
 from tests.builders import export_requested
 from tests.integration.helpers import (

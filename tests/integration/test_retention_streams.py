@@ -12,8 +12,8 @@ from adapters.nats.streams import (
     connect,
     ensure_streams,
 )
-from entrypoints import bootstrap
-from entrypoints.settings import Settings
+from entrypoints.config.settings import Settings
+from entrypoints.runtime import bootstrap
 
 STREAMS = (EVENTS_STREAM, DLQ_STREAM, REPLAY_STREAM)
 

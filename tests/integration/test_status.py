@@ -23,10 +23,10 @@ from fastapi.testclient import TestClient
 
 from adapters.postgres.tables import notifications
 from application.notifications import RetryPolicy
-from entrypoints import work_classes
-from entrypoints.chain_status import ChainStatus, as_json, read_chain
-from entrypoints.http import create_app
-from entrypoints.operator import OpsConfig
+from entrypoints.ops.access import OpsConfig
+from entrypoints.ops.chain_status import ChainStatus, as_json, read_chain
+from entrypoints.runtime import work_classes
+from entrypoints.runtime.api import create_app
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,

@@ -10,7 +10,7 @@ import pytest
 from adapters.nats.status import consumer_hops
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from adapters.nats.worker import ensure_worker_consumer
-from entrypoints.work_classes import NOTIFICATIONS, WORK_CLASSES
+from entrypoints.runtime.work_classes import NOTIFICATIONS, WORK_CLASSES
 
 BODY = (
     b'{"event_id": "0", "type": "EnrollmentConfirmed", "schema_version": 2,'

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from adapters.postgres.retention import PostgresTrim
 from adapters.postgres.tables import inbox
-from entrypoints.exports_wiring import exports_dir
+from entrypoints.config.settings import exports_dir
 from tests.servers import scratch_dir
 from tests.stack import club_env
 

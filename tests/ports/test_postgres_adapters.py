@@ -25,7 +25,7 @@ from adapters.postgres.tables import (
     students,
 )
 from application.contracts.envelope import Envelope
-from entrypoints.bootstrap import Container
+from entrypoints.runtime.bootstrap import Container
 from tests.ports.answer_store import AnswerStoreContract
 from tests.ports.inbox import EffectFailedError, InboxContract
 from tests.ports.notification_store import NotificationStoreContract

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from entrypoints.api_workers import MAX_API_WORKERS, api_workers
-from entrypoints.settings import ConfigError
+from entrypoints.config.settings import ConfigError
+from entrypoints.runtime.api_workers import MAX_API_WORKERS, api_workers
 
 
 @pytest.mark.parametrize(("raw", "count"), [(None, 1), ("", 1), ("1", 1), (" 2 ", 2)])

@@ -11,7 +11,7 @@ import pytest
 
 from application import capacity
 from application.capacity import CapacityInputError, plan, verdict
-from entrypoints.cli import main
+from entrypoints.cli.main import main
 
 
 def test_the_seed_numbers_hold_as_doctests() -> None:

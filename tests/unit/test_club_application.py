@@ -14,7 +14,7 @@ from application.errors import NotFoundError, UnknownStudentError
 from application.idempotency import Answer, KeyReusedError, Request
 from domain.errors import LessonFullError
 from domain.lesson import Lesson
-from entrypoints.bootstrap import migrate_database
+from entrypoints.runtime.bootstrap import migrate_database
 from tests.builders import enroll_command, profile, schedule_lesson
 
 

@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 
 from adapters.embedded.nats import nats_server_binary
 from adapters.nats.authorization import role_users
-from entrypoints import bootstrap
+from entrypoints.runtime import bootstrap
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"

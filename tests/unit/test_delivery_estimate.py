@@ -7,7 +7,7 @@ import math
 
 from adapters.nats.status import ConsumerHop
 from adapters.postgres.status import Rates
-from entrypoints.chain_status import _delivery
+from entrypoints.ops.chain_status import _delivery
 
 PROMISE_S = 10.0
 CONFIGURED_S = 100.0

@@ -97,7 +97,7 @@ def test_the_most_specific_rule_always_wins(
 
 
 def test_the_setting_is_read_once_and_a_mistake_is_a_config_error() -> None:
-    from entrypoints.settings import ConfigError, Settings
+    from entrypoints.config.settings import ConfigError, Settings
 
     settings = Settings.from_env({"CLUB_DLQ_OWNERS": EXAMPLE})
     assert settings.dlq_owners.owner("notifications", "EnrollmentConfirmed") == (
@@ -111,7 +111,7 @@ def test_the_setting_is_read_once_and_a_mistake_is_a_config_error() -> None:
 def test_club_refuses_to_start_on_a_malformed_rule(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from entrypoints.cli import main
+    from entrypoints.cli.main import main
 
     monkeypatch.setenv("CLUB_DLQ_OWNERS", "notifications:team-mail")
     assert main(["dlq", "list"]) == 2

@@ -281,7 +281,7 @@ def test_a_run_that_finishes_while_a_redelivery_restarted_it_still_succeeds(
 def test_the_operations_routes_document_their_answers_and_links() -> None:
     from fastapi import FastAPI
 
-    from entrypoints.routes import operations
+    from entrypoints.http.routes import operations
 
     app = FastAPI()
     app.include_router(operations.router)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from entrypoints.logging_setup import LogFormatError, log_format, redacted
+from entrypoints.config.logging_setup import LogFormatError, log_format, redacted
 
 
 def logged(code: str, *, env_format: str | None = None) -> tuple[str, list[Any]]:
@@ -21,7 +21,7 @@ def logged(code: str, *, env_format: str | None = None) -> tuple[str, list[Any]]
     prelude = (
         "import logging, structlog\n"
         "from structlog.contextvars import bound_contextvars\n"
-        "from entrypoints.logging_setup import configure_logging\n"
+        "from entrypoints.config.logging_setup import configure_logging\n"
         f"configure_logging('relay', {env_format or 'json'!r})\n"
         "log = structlog.get_logger()\n"
     )
@@ -106,7 +106,8 @@ def test_the_console_format_is_for_a_person_and_masks_the_same() -> None:
         [
             sys.executable,
             "-c",
-            "import structlog; from entrypoints.logging_setup import configure_logging;"
+            "import structlog;"
+            "from entrypoints.config.logging_setup import configure_logging;"
             "configure_logging('api', 'console');"
             "structlog.get_logger().warning('hello', to='ann@example.org')",
         ],

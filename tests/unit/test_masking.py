@@ -3,7 +3,7 @@ its length (a quadratic pattern turns a long hostile line into a stalled role)."
 
 import pytest
 
-from entrypoints.masking import masked
+from entrypoints.config.masking import masked
 
 LONG = 200_000  # quadratic here is minutes; linear is milliseconds
 

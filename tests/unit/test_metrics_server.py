@@ -13,15 +13,15 @@ import pytest
 from prometheus_client import Gauge
 
 from adapters.embedded.process import free_port
-from entrypoints import metrics_server
-from entrypoints.bootstrap import ROLES, Role
-from entrypoints.metrics_server import (
+from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.runtime import metrics_server
+from entrypoints.runtime.bootstrap import ROLES, Role
+from entrypoints.runtime.metrics_server import (
     port_env,
     role_ports,
     serve_metrics,
     where_served,
 )
-from entrypoints.settings import ConfigError, Settings
 
 RELAY = Role("relay")
 PROBE = Gauge("club_test_probe", "Set by the test's refresh.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from entrypoints.ops_history import OpsHistory
+from entrypoints.ops.history import OpsHistory
 
 
 class Clock:

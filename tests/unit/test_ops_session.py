@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from entrypoints.ops_session import (
+from entrypoints.ops.session import (
     COOKIE,
     Session,
     cookie_header,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from adapters.nats.dlq import DeadLetter
-from entrypoints import ops_view
-from entrypoints.ops_html import StatusView, sparkline, status_page
-from entrypoints.ops_view import dlq_groups, hop_ages, hop_rows, verdict
+from entrypoints.ops import view as ops_view
+from entrypoints.ops.html import StatusView, sparkline, status_page
+from entrypoints.ops.view import dlq_groups, hop_ages, hop_rows, verdict
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -5,10 +5,10 @@ import pytest
 
 from adapters.providers.email_http import HttpEmailProvider
 from adapters.providers.email_smtp import SmtpEmailProvider
-from entrypoints.bootstrap import Role
-from entrypoints.provider_urls import email_provider, sandbox_plays
-from entrypoints.settings import ConfigError, Settings
-from entrypoints.supervisor import roles_to_start
+from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.runtime.bootstrap import Role
+from entrypoints.runtime.provider_urls import email_provider, sandbox_plays
+from entrypoints.runtime.supervisor import roles_to_start
 
 MAIL_SERVER = {
     "CLUB_EMAIL_PROVIDER_URL": "smtp+starttls://club:s3cret@mail.example.org",

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from structlog.contextvars import get_contextvars
 
-from entrypoints.request_context import RequestContext, path_ids
+from entrypoints.http.request_context import RequestContext, path_ids
 
 
 def client() -> TestClient:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.nats.streams import DUPLICATE_WINDOW_S
-from entrypoints.retention import (
+from entrypoints.config.retention import (
     DAY_S,
     KEY_REUSE_WINDOW_S,
     Retention,
@@ -15,7 +15,7 @@ from entrypoints.retention import (
     duration,
     rounded_up,
 )
-from entrypoints.settings import ConfigError, Settings
+from entrypoints.config.settings import ConfigError, Settings
 
 
 def test_the_defaults_keep_the_tie() -> None:

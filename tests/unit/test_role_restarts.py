@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import time
 
-from entrypoints.bootstrap import Role
-from entrypoints.supervisor import STABLE_S, Child, _supervise
+from entrypoints.runtime.bootstrap import Role
+from entrypoints.runtime.supervisor import STABLE_S, Child, _supervise
 
 
 def crashed(role: Role, *, ran_for: float, restarts: int) -> Child:

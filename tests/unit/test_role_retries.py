@@ -6,7 +6,7 @@ import asyncio
 
 import nats.errors
 
-from entrypoints.roles import _run_until_stopped
+from entrypoints.runtime.roles import _run_until_stopped
 
 
 class FlakyAtStart:

@@ -36,7 +36,7 @@ from domain.errors import (
     RefundNotPendingError,
 )
 from domain.purchase import Status
-from entrypoints.bootstrap import migrate_database
+from entrypoints.runtime.bootstrap import migrate_database
 from tests.unit.fake_payment import Fault
 from tests.unit.saga_world import HOLD_SECONDS, World
 

@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.watched import RESTARTS_PER_WINDOW, ServerGaveUpError, WatchedServer
+from entrypoints.runtime.watched import (
+    RESTARTS_PER_WINDOW,
+    ServerGaveUpError,
+    WatchedServer,
+)
 
 
 class DyingServer:

@@ -1,0 +1,1 @@
+"""The `club` command: arguments in, a role or an operator's command out."""

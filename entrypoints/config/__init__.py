@@ -1,0 +1,1 @@
+"""What every process reads first: settings, the catalogue of roles, logging."""

@@ -1,0 +1,1 @@
+"""The public HTTP API: the FastAPI app, its routes and its edges."""

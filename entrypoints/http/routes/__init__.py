@@ -1,0 +1,1 @@
+"""The public API's routes, a module per resource."""

@@ -1,0 +1,56 @@
+"""Liveness and readiness (database and NATS)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import sqlalchemy as sa
+import structlog
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from entrypoints.config.container import Container
+from entrypoints.http.api_docs import problems
+from entrypoints.http.deps import ContainerDep
+from entrypoints.http.problems import problem
+
+log = structlog.get_logger()
+router = APIRouter()
+
+
+@router.get("/healthz", operation_id="healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", operation_id="readyz", responses=problems(503))
+async def readyz(request: Request, container: ContainerDep) -> Response:
+    checks = {
+        "database": await asyncio.to_thread(_database_ready, container),
+        "nats": await _nats_ready(getattr(request.app.state, "nats", None)),
+    }
+    if all(checks.values()):
+        return JSONResponse({"status": "ready", "checks": checks})
+    return problem(
+        503, "not-ready", "Not ready", headers={"Retry-After": "1"}, checks=checks
+    )
+
+
+def _database_ready(container: Container) -> bool:
+    try:
+        with container.engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except sa.exc.SQLAlchemyError:
+        return False
+    return True
+
+
+async def _nats_ready(nc: Any) -> bool:
+    if nc is None or not nc.is_connected:
+        return False
+    try:
+        await asyncio.wait_for(nc.jetstream().account_info(), 2)
+    except Exception:  # any failure means "not ready", never a 500
+        return False
+    return True

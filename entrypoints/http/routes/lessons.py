@@ -1,0 +1,91 @@
+"""Lessons: schedule one (idempotent with a key), read it, read its roster."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+from uuid import UUID, uuid4
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from application.commands import ScheduleLesson
+from application.ids import lesson_id_for
+from domain.lesson import Lesson
+from entrypoints.http.api_docs import LESSON_LINKS, merged, problems
+from entrypoints.http.deps import ContainerDep, IdempotencyKey
+from entrypoints.http.idempotent import run_once
+from entrypoints.http.schemas import LessonIn, LessonOut, RosterOut
+from projections import rosters
+
+router = APIRouter()
+
+
+@router.post(
+    "/lessons",
+    status_code=201,
+    operation_id="schedule_lesson",
+    response_model=LessonOut,
+    responses=merged({201: LESSON_LINKS}, problems(400, 409, 413, 422, 503)),
+)
+def post_lesson(
+    body: LessonIn,
+    request: Request,
+    container: ContainerDep,
+    key: IdempotencyKey = None,
+) -> Response:
+    app = container.app
+    if key is None:
+        cmd = ScheduleLesson(lesson_id=uuid4(), **body.model_dump())
+        return created(app.get_lesson(app.schedule_lesson(cmd)))
+    cmd = ScheduleLesson(lesson_id=lesson_id_for(key), **body.model_dump())
+    return run_once(
+        request,
+        key,
+        body.model_dump(mode="json"),
+        partial(app.schedule_lesson_once, cmd),
+        created,
+    )
+
+
+@router.get(
+    "/lessons/{lesson_id}",
+    operation_id="get_lesson",
+    responses=problems(404, 422, 503),
+)
+def get_lesson(lesson_id: UUID, container: ContainerDep) -> LessonOut:
+    return lesson_out(container.app.get_lesson(lesson_id))
+
+
+@router.get(
+    "/lessons/{lesson_id}/roster",
+    operation_id="get_roster",
+    response_model=RosterOut,
+    responses=problems(404, 422, 503),
+)
+def get_roster(lesson_id: UUID, container: ContainerDep) -> dict[str, Any]:
+    lesson = container.app.get_lesson(lesson_id)  # 404 for a lesson that does not exist
+    with container.engine.begin() as conn:
+        roster = rosters.read(conn, lesson_id)
+    return {"lesson_id": str(lesson_id), "title": lesson.title, **roster}
+
+
+def created(lesson: object) -> JSONResponse:
+    assert isinstance(lesson, Lesson)  # noqa: S101 - the use case's result
+    body = lesson_out(lesson).model_dump(mode="json")
+    return JSONResponse(
+        body, status_code=201, headers={"Location": f"/lessons/{lesson.id}"}
+    )
+
+
+def lesson_out(lesson: Lesson) -> LessonOut:
+    return LessonOut(
+        lesson_id=lesson.id,
+        title=lesson.title,
+        capacity=lesson.capacity,
+        seats_taken=lesson.seats_taken,
+        seats_held=lesson.seats_held,
+        starts_at=lesson.starts_at,
+        price_cents=lesson.price_cents,
+        version=lesson.version,
+    )

@@ -1,0 +1,84 @@
+"""The docs/http-api.md §10 chain gauges, set from the chain's status at each scrape, so
+/metrics, `club status` and /ops/status read the same numbers."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import structlog
+from fastapi import Request
+
+from adapters.metrics import (
+    CONSUMER_LAG,
+    CONSUMER_LAG_SECONDS,
+    DELIVERY_ETA,
+    OUTBOX,
+    OUTBOX_OLDEST_AGE,
+    PROJECTION_POSITION,
+    QUEUE_LENGTH,
+    QUEUE_OLDEST_AGE,
+    RELAY_LAG,
+    SAGA_DEADLINES,
+)
+from entrypoints.config.catalogue import WORK_CLASSES
+from entrypoints.ops.access import ops_config
+from entrypoints.ops.chain_status import ChainStatus, read_chain
+
+log = structlog.get_logger()
+
+SCRAPE_BUDGET_S = 2.0
+
+
+async def refresh_chain_gauges(request: Request) -> None:
+    """Read at scrape time; a broker or database that does not answer in time
+    leaves the last values (and a warning), never a failed scrape."""
+    nc: Any = getattr(request.app.state, "nats", None)
+    if nc is None or not nc.is_connected:
+        return
+    config = ops_config(request)
+    try:
+        status = await asyncio.wait_for(
+            read_chain(
+                request.app.state.container,
+                nc.jetstream(),
+                promise_seconds=config.promise_seconds,
+                configured_service_per_s=config.email_rate_per_s,
+                detail=False,
+            ),
+            SCRAPE_BUDGET_S,
+        )
+    except Exception:  # any failure keeps the scrape answering
+        log.warning("metrics.chain_unavailable", exc_info=True)
+        return
+    set_chain_gauges(status)
+
+
+def set_chain_gauges(status: ChainStatus) -> None:
+    outbox = status.outbox
+    RELAY_LAG.set(outbox.unpublished)
+    OUTBOX_OLDEST_AGE.set(outbox.oldest_age_seconds or 0.0)
+    QUEUE_LENGTH.labels(queue=OUTBOX).set(outbox.unpublished)
+    QUEUE_OLDEST_AGE.labels(queue=OUTBOX).set(outbox.oldest_age_seconds or 0.0)
+    for hop in status.consumers:
+        CONSUMER_LAG.labels(consumer=hop.consumer).set(hop.lag_events)
+        CONSUMER_LAG_SECONDS.labels(consumer=hop.consumer).set(
+            hop.oldest_age_seconds or 0.0
+        )
+        if hop.consumer in WORK_CLASSES:
+            QUEUE_LENGTH.labels(queue=hop.consumer).set(hop.lag_events)
+            QUEUE_OLDEST_AGE.labels(queue=hop.consumer).set(
+                hop.oldest_age_seconds or 0.0
+            )
+    if status.saga_deadlines is not None:
+        deadlines = status.saga_deadlines
+        QUEUE_LENGTH.labels(queue=SAGA_DEADLINES).set(deadlines.overdue)
+        QUEUE_OLDEST_AGE.labels(queue=SAGA_DEADLINES).set(
+            deadlines.oldest_overdue_seconds or 0.0
+        )
+    for name, position in status.positions.items():
+        PROJECTION_POSITION.labels(projection=name).set(position)
+    delivery = status.delivery
+    eta = delivery.eta_seconds if delivery.drains else math.inf
+    DELIVERY_ETA.labels(queue=delivery.queue).set(eta)

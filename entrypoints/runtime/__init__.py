@@ -1,0 +1,1 @@
+"""Process wiring: the composition root, the roles, their supervisor and metrics."""

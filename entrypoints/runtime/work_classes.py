@@ -1,0 +1,129 @@
+"""How each work class of the catalogue is built: its job and its worker.
+
+Urgent work (notifications) and heavy work (exports) are separate durables with
+separate, bounded pools (docs/background.md §33), so a pile of exports can never occupy
+a notification's slot. A new work class is one more entry in the catalogue's
+`WORK_CLASSES` and one here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from uuid import UUID
+
+import attrs
+from nats.js import JetStreamContext
+
+from adapters.nats.dead_letters import Owner
+from adapters.nats.worker import Job, Outage, RateLimit, Worker
+from adapters.postgres.first_failures import FirstFailures
+from application.contracts.envelope import Envelope
+from application.email import EmailProvider
+from application.notifications import (
+    LessonFacts,
+    Notifier,
+    Outcome,
+    RetryPolicy,
+    request_for,
+)
+from application.purchase_emails import purchase_facts_from
+from entrypoints.config.catalogue import EXPORTS, NOTIFICATIONS, WORK_CLASSES
+from entrypoints.config.container import Container
+from entrypoints.config.settings import Settings
+from entrypoints.runtime.exports_wiring import export_job, export_worker
+
+
+@attrs.frozen(kw_only=True)
+class WorkDeps:
+    settings: Settings
+    container: Container
+    email: EmailProvider
+
+
+@attrs.frozen(kw_only=True)
+class WorkWiring:
+    job: Callable[[WorkDeps], Job]
+    worker: Callable[[WorkDeps, JetStreamContext, Job, Owner], Worker]
+
+
+# The urgent work class's slots: e-mails in flight at once.
+NOTIFICATION_SLOTS = WORK_CLASSES[NOTIFICATIONS].slots
+
+
+# Lessons whose facts (title, start) a notifications worker keeps: a few KiB.
+LESSON_FACTS_CACHED = 1024
+
+
+def notification_job(
+    container: Container, provider: EmailProvider, policy: RetryPolicy | None = None
+) -> Job:
+    """The notifications worker's job: the event in, the recorded outcome out."""
+
+    # A lesson's title and start are fixed when it is scheduled (no event changes
+    # them), so they are read once: loading the lesson copies its whole seat map,
+    # which made each e-mail of a big lesson dearer than the one before.
+    @functools.lru_cache(maxsize=LESSON_FACTS_CACHED)
+    def lesson_facts(lesson_id: UUID) -> LessonFacts:
+        lesson = container.app.get_lesson(lesson_id)
+        return LessonFacts(title=lesson.title, starts_at=lesson.starts_at)
+
+    notifier = Notifier(
+        store=container.notifications,
+        provider=provider,
+        students=container.students,
+        lessons=lesson_facts,
+        purchases=purchase_facts_from(container.app),
+        policy=policy,
+    )
+
+    async def job(envelope: Envelope, replayed: bool) -> Outcome | None:
+        request = request_for(envelope, replayed=replayed)
+        if request is None:
+            return None  # an event that asks for no e-mail: acked at once
+        return await asyncio.to_thread(notifier.handle, request)
+
+    return job
+
+
+def _notification_worker(
+    deps: WorkDeps, js: JetStreamContext, job: Job, owner: Owner
+) -> Worker:
+    return Worker(
+        name=NOTIFICATIONS,
+        js=js,
+        job=job,
+        owner=owner,
+        failures=FirstFailures(deps.container.engine),
+        concurrency=NOTIFICATION_SLOTS,
+        rate=RateLimit(deps.settings.email_rate_per_s),
+        # One bound for every transient failure of an e-mail, ours or the provider's.
+        outage=Outage(attempts=deps.settings.notify_max_attempts),
+    )
+
+
+WIRING: dict[str, WorkWiring] = {
+    NOTIFICATIONS: WorkWiring(
+        job=lambda deps: notification_job(
+            deps.container,
+            deps.email,
+            RetryPolicy(max_attempts=deps.settings.notify_max_attempts),
+        ),
+        worker=_notification_worker,
+    ),
+    EXPORTS: WorkWiring(
+        job=lambda deps: export_job(
+            deps.container,
+            deps.settings.data_dir,
+            deps.settings.export_max_age_seconds,
+        ),
+        worker=lambda deps, js, job, owner: export_worker(
+            js,
+            job,
+            owner,
+            FirstFailures(deps.container.engine),
+            ack_wait=deps.settings.ack_wait_seconds,
+        ),
+    ),
+}
