@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test test-unit test-integration test-postgres test-e2e test-faults test-properties lint bench clean
+.PHONY: run browser test test-unit test-integration test-postgres test-e2e test-faults test-properties lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,19 @@ run: $(STAMP)
 # test starts (hundreds in `make test`).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
-test: $(STAMP)
+# The /ops/ page's test drives Debian's headless Chromium (tests/e2e/test_ops_page.py):
+# `make test` installs it where it is missing, as root; anyone else is told how.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "make: the /ops/ page's test needs Chromium: sudo apt-get install chromium chromium-driver" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+test: $(STAMP) browser
 	$(PYTEST)
 
 # One layer at a time; `make test` runs them all.
@@ -36,7 +48,7 @@ test-integration: $(STAMP)
 test-postgres: $(STAMP)
 	$(PYTEST) -m "integration and postgres"
 
-test-e2e: $(STAMP)
+test-e2e: $(STAMP) browser
 	$(PYTEST) -m e2e
 
 test-faults: $(STAMP)
