@@ -8,7 +8,6 @@ import sys
 import time
 from typing import Any
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,6 +22,7 @@ from adapters.postgres.lease import RELAY_LEASE, RelayLease
 from adapters.postgres.rebuild import RebuildSwitchError
 from entrypoints.config.settings import Settings
 from entrypoints.ops.audit import find_holes
+from entrypoints.ops.terminal import OperatorConsole
 from entrypoints.runtime import bootstrap
 
 
@@ -73,7 +73,7 @@ def audit(settings: Settings, _: argparse.Namespace) -> int:
         table.add_row(
             hole.consumer, str(hole.notification_id), hole.event_id, hole.type
         )
-    Console().print(table)
+    OperatorConsole().print(table)
     if found:
         print(
             "club: the broker lost these before they were consumed; republish with "

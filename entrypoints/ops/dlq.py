@@ -23,6 +23,7 @@ from adapters.nats.replay import (
 from adapters.nats.streams import connect
 from adapters.postgres.database import create_engine
 from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.ops.terminal import OperatorConsole
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,7 +62,7 @@ def list_command(settings: Settings, args: argparse.Namespace) -> int:
         for entry in entries:
             sys.stdout.write(json.dumps(_as_json(entry)) + "\n")
         return 0
-    console = Console()
+    console = OperatorConsole()
     if not entries:
         console.print("The dead-letter queue is empty.")
         return 0
@@ -83,7 +84,7 @@ def replay_command(settings: Settings, args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    console = Console()
+    console = OperatorConsole()
     try:
         report = asyncio.run(_replay(database_url, nats_url, request, console))
     except NotReplayableError as e:

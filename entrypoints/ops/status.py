@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -35,6 +35,7 @@ from entrypoints.ops.operator_command import (
     connect_within_budget,
     read_once,
 )
+from entrypoints.ops.terminal import OperatorConsole
 
 
 def add_commands(
@@ -99,7 +100,7 @@ async def _show(
                 if args.watch is None:
                     return
                 await asyncio.sleep(args.watch)
-        console = Console()
+        console = OperatorConsole()
         if args.watch is None:
             console.print(render(await read()))
             return

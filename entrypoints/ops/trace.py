@@ -16,7 +16,7 @@ import sys
 from typing import Any
 from uuid import UUID
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -28,6 +28,7 @@ from entrypoints.ops.operator_command import (
     connect_within_budget,
     read_once,
 )
+from entrypoints.ops.terminal import OperatorConsole, visible
 from entrypoints.ops.trace_collect import as_json, collect
 
 
@@ -79,7 +80,7 @@ def trace_command(
     if args.json:
         sys.stdout.write(json.dumps(shown) + "\n")
     else:
-        Console().print(render(shown))
+        OperatorConsole().print(render(shown))
     return 0
 
 
@@ -104,8 +105,10 @@ def render(shown: dict[str, Any]) -> Group:
         export = shown["export"]
         parts.append(
             Text(
-                f"export: {export['status']}, attempts {export['attempts']}"
-                + (f", error: {export['error']}" if export["error"] else "")
+                visible(
+                    f"export: {export['status']}, attempts {export['attempts']}"
+                    + (f", error: {export['error']}" if export["error"] else "")
+                )
             )
         )
     parts.append(_next(shown["next_steps"]))
@@ -151,7 +154,9 @@ def _next(owed: list[dict[str, str]]) -> Text:
         return text
     text.append("Next step", style="bold red")
     for step in owed:
-        text.append(f"\n• {step['owner']} must {step['action']};", style="bold")
+        text.append(
+            f"\n• {visible(step['owner'])} must {step['action']};", style="bold"
+        )
         text.append(f"\n  recorded in {step['recorded_in']}")
     return text
 
