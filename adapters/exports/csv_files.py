@@ -6,6 +6,8 @@ atomic) and the directory is fsynced, so the rename itself survives a crash. A
 reader therefore sees either no file or the whole file, and the worker records
 `Succeeded` only after this returns. The name is derived from the operation id (a
 UUID), never from anything a client sent, so no request can name another path.
+Files hold students' names: the directory is the owner's alone (0700), each file too
+(0600), whatever the umask.
 """
 
 from __future__ import annotations
@@ -52,12 +54,14 @@ class CsvExportFiles:
     def write(
         self, export_id: UUID, header: Sequence[str], rows: Sequence[Sequence[str]]
     ) -> str:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory.chmod(0o700)  # made before, under a looser umask
         final = self.path_for(export_id)
         # Unique per attempt: two workers racing on one export never share a file.
         temporary = self.directory / f".{final.name}.{uuid4().hex}.tmp"
         try:
-            with temporary.open("w", encoding="utf-8", newline="") as file:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with open(fd, "w", encoding="utf-8", newline="") as file:  # noqa: PTH123
                 # A BOM so spreadsheets read UTF-8 names as UTF-8.
                 file.write("\ufeff" + csv_text(header, rows))
                 file.flush()

@@ -66,6 +66,9 @@ def create_engine(
         max_overflow=pool_size,
         pool_timeout=5,
         connect_args=connect_args,
+        # A failed statement's error names the statement, never its values: they
+        # are addresses, names and keys, and errors reach logs and DLQ reasons.
+        hide_parameters=True,
     )
     sa.event.listen(engine, "checkout", _ping_if_the_server_spoke(engine.dialect))
     return engine

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+import sqlalchemy as sa
 from eventsourcing.persistence import OperationalError
 
 from entrypoints.runtime import bootstrap
@@ -47,3 +48,13 @@ def test_a_statement_past_the_timeout_is_cancelled_not_waited_for(migrated) -> N
             assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
     finally:
         container.close()
+
+
+def test_a_failed_statement_never_names_its_values(container) -> None:
+    """Errors reach logs and dead-letter reasons: the statement, not the address."""
+    address = "ann@example.org"
+    failing = sa.text("SELECT 1 / 0, CAST(:v AS text)")  # the server names no value
+    with pytest.raises(sa.exc.DBAPIError) as raised, container.engine.connect() as conn:
+        conn.execute(failing, {"v": address})
+    assert "division by zero" in str(raised.value)
+    assert address not in str(raised.value)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import stat
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -143,6 +145,22 @@ def test_a_file_is_complete_under_its_final_name_and_nothing_else_is_left(
     assert name == f"{export_id}.csv"
     assert [p.name for p in (tmp_path / "exports").iterdir()] == [name]
     assert files.path_for(export_id).read_bytes() == "\ufeffh\r\nv\r\n".encode()
+
+
+def test_export_files_and_their_directory_are_the_owners_alone(tmp_path: Path) -> None:
+    """Files hold students' names: no other local user reads them, whatever the
+    umask, and a directory made earlier under a looser one is closed too."""
+    directory = tmp_path / "exports"
+    directory.mkdir(mode=0o755)
+    old = os.umask(0o002)
+    try:
+        files = CsvExportFiles(directory)
+        export_id = uuid4()
+        files.write(export_id, ("h",), [("Ann",)])
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(files.path_for(export_id).stat().st_mode) == 0o600
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
 
 
 class Names:
