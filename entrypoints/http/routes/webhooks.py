@@ -1,16 +1,14 @@
 """`POST /webhooks/payment`: the provider reports a fact; Club records only the fact.
 
 The signature is checked over the raw body before anything is read (401, and the
-refusal is kept: a row in `refused_webhooks` and a counter). A signed event is
-recorded through the purchase's use cases, which recognise a repeated fact; its
-event id is then kept, so a redelivery is answered from the first. What happens
-next — access, a refund, an offer — is the saga's decision: the route only wakes it.
+refusal is kept: a row in `refused_webhooks` and a counter). A signed, readable
+event goes through `application.payment_webhook.receive_webhook`, which records its
+fact once per event id; the route maps what it did to the answer.
 """
 
 from __future__ import annotations
 
 from typing import Literal
-from uuid import UUID
 
 import structlog
 from fastapi import APIRouter, Request
@@ -20,10 +18,15 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.webhooks import WebhookLog
-from application.errors import NotFoundError
-from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, verify_signature
-from application.purchases import Purchases, purchase_id_from_key
-from domain.errors import DomainError
+from application.payment_webhook import (
+    SIGNATURE_HEADER,
+    Handled,
+    Webhook,
+    WebhookOutcome,
+    receive_webhook,
+    verify_signature,
+)
+from application.purchases import Purchases
 from entrypoints.config.container import Container
 from entrypoints.http.api_docs import problems
 from entrypoints.http.deps import ContainerDep
@@ -90,50 +93,10 @@ def _receive(
         webhook = Webhook.from_json(body)
     except ValueError as error:
         return _refuse(webhooks, "unreadable", remote, body, 422, str(error))
-    first = webhooks.outcome_of(webhook.event_id)
-    if first is not None:
-        return _answer(webhook.event_id, first, duplicate=True)
-    purchase_id = purchase_id_from_key(webhook.idempotency_key)
-    outcome = _record_fact(Purchases(container.app), webhook, purchase_id)
-    if outcome == "no such purchase":
-        purchase_id = None
-    stored = webhooks.accept(
-        event_id=webhook.event_id,
-        type_=webhook.type.value,
-        purchase_id=purchase_id,
-        outcome=outcome,
+    received = receive_webhook(
+        webhook, purchases=Purchases(container.app), records=webhooks
     )
-    return _answer(webhook.event_id, stored, duplicate=stored != outcome)
-
-
-def _record_fact(
-    purchases: Purchases, webhook: Webhook, purchase_id: UUID | None
-) -> str:
-    """The fact, through the use case; a fact the purchase refuses is kept as the
-    outcome (and answered 200: the provider cannot make it right by resending)."""
-    if purchase_id is None:
-        return "no such purchase"
-    try:
-        if webhook.type is WebhookType.PAYMENT_CAPTURED:
-            view = purchases.record_payment_captured(
-                purchase_id,
-                payment_id=webhook.payment_id,
-                amount_cents=webhook.amount_cents,
-            )
-        elif webhook.type is WebhookType.PAYMENT_DECLINED:
-            view = purchases.record_payment_declined(
-                purchase_id, reason="the provider reported a decline"
-            )
-        else:
-            view = purchases.record_refunded(
-                purchase_id, refund_id=webhook.refund_id or webhook.payment_id
-            )
-    except NotFoundError:
-        return "no such purchase"
-    except DomainError as error:
-        log.warning("webhook.fact_refused", event_id=webhook.event_id, error=str(error))
-        return f"refused: {error}"
-    return f"recorded; purchase {view.status}"
+    return _answer(received)
 
 
 def _refuse(  # noqa: PLR0917 - one place builds every refusal
@@ -156,6 +119,15 @@ def _refuse(  # noqa: PLR0917 - one place builds every refusal
     return problem(422, "unreadable-webhook", "Unreadable webhook", detail)
 
 
-def _answer(event_id: str, outcome: str, *, duplicate: bool) -> Response:
-    body = WebhookOut(event_id=event_id, outcome=outcome, duplicate=duplicate)
+def _answer(received: WebhookOutcome) -> Response:
+    """Every outcome is a 200: the provider cannot change any of them by resending."""
+    if received.handled is Handled.REFUSED:
+        log.warning(
+            "webhook.fact_refused", event_id=received.event_id, error=received.refusal
+        )
+    body = WebhookOut(
+        event_id=received.event_id,
+        outcome=received.outcome,
+        duplicate=received.duplicate,
+    )
     return Response(body.model_dump_json(), media_type="application/json")
