@@ -5,19 +5,29 @@ user and loosens permissions on every parent of the data directory. Here, as roo
 server runs as the existing `nobody` user and we change the owner of nothing but the
 data directory itself; what `nobody` cannot reach is placed where it can
 (`placement.py`), and said.
+
+Nothing on the machine is trusted: the superuser `postgres` has a generated
+password (scram-sha-256), kept mode 600 beside the data (`password`), and every
+connection, over TCP or the socket, must give it — a local process without it can
+neither read the students' data nor run `COPY … TO PROGRAM`. A data directory made
+trusting by an older Club is closed on its next start.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import signal
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
+from psycopg import sql
 
+from adapters.embedded.credentials import write_private
 from adapters.embedded.placement import OUTSIDE, Placement, place
 from adapters.embedded.process import (
     NOBODY,
@@ -42,6 +52,13 @@ def installed_binaries() -> Path:
 # For tests: no fsync, so an OS crash may lose data, but a killed server may not —
 # commits still reach the OS before they are acknowledged (synchronous_commit stays on).
 FAST_SETTINGS = ("fsync=off", "full_page_writes=off")
+
+# Who may connect, and how: every local user and TCP peer with the password only.
+PG_HBA = """\
+local all all scram-sha-256
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+"""
 
 
 class EmbeddedPostgres:
@@ -69,11 +86,19 @@ class EmbeddedPostgres:
         self.root = placement.root
         self.pgdata = self.root / "pgdata"
         self.log = self.root / "postgres.log"
+        self.password_file = self.root / "password"
         self.bin = placement.binaries / "bin"
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        password = quote(self.password(), safe="")
+        return f"postgresql://postgres:{password}@127.0.0.1:{self.port}/postgres"
+
+    def password(self) -> str:
+        """The superuser's, generated on first use and kept (mode 600)."""
+        if not self.password_file.exists():
+            write_private(self.password_file, secrets.token_urlsafe(24) + "\n")
+        return self.password_file.read_text().strip()
 
     def start(self, timeout: float = 30) -> str:
         as_nobody = running_as_root()
@@ -104,8 +129,35 @@ class EmbeddedPostgres:
                 argv += ["-c", setting]
         self._proc = spawn(argv, log=self.log, as_nobody=as_nobody)
         wait_for_port(self.port, self._proc, self.log, timeout)
+        self._close_if_trusting(timeout)
         self._wait_until_accepting(timeout)
         return self.url
+
+    def _close_if_trusting(self, timeout: float) -> None:
+        """A data directory made with `-A trust`: the password is set while trust
+        still lets us in, then only the password does."""
+        hba = self.pgdata / "pg_hba.conf"
+        if hba.read_text() == PG_HBA:
+            return
+        trusted = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                conn = psycopg.connect(trusted, connect_timeout=2, autocommit=True)
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        with conn:
+            conn.execute(
+                sql.SQL("ALTER ROLE postgres PASSWORD {}").format(
+                    sql.Literal(self.password())
+                )
+            )
+            with hba.open("w") as out:  # in place: the server's owner keeps it
+                out.write(PG_HBA)
+            conn.execute("SELECT pg_reload_conf()")
 
     def _wait_until_accepting(self, timeout: float) -> None:
         """A listening port may still answer "the database system is starting up"."""
@@ -121,14 +173,26 @@ class EmbeddedPostgres:
                 return
 
     def _initdb(self, *, as_nobody: bool) -> None:
+        # initdb reads the password from a file the server's user can read, gone
+        # once it has run; the kept copy stays ours alone.
+        given = self.root / ".initdb-password"
+        write_private(given, self.password() + "\n")
+        if as_nobody:
+            os.chown(given, NOBODY, NOBODY)
         argv = [str(self.bin / "initdb"), "-D", str(self.pgdata), "-U", "postgres"]
-        argv += ["-A", "trust", "-E", "UTF8", "--no-instructions"]
+        argv += ["-A", "scram-sha-256", f"--pwfile={given}"]
+        argv += ["-E", "UTF8", "--no-instructions"]
         if not self.durable:
             argv.append("--no-sync")
-        proc = spawn(argv, log=self.log, as_nobody=as_nobody)
-        if proc.wait() != 0:
+        try:
+            proc = spawn(argv, log=self.log, as_nobody=as_nobody)
+            code = proc.wait()
+        finally:
+            given.unlink(missing_ok=True)
+        if code != 0:
             tail = self.log.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"initdb failed:\n{tail}")
+        (self.pgdata / "pg_hba.conf").write_text(PG_HBA)
 
     def exit_code(self) -> int | None:
         """None while it runs (or before it starts); its exit code once it died."""

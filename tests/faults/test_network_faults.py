@@ -34,7 +34,8 @@ def events_via_proxy(migrated) -> Iterator[tuple[TestClient, Proxy, Container]]:
     database_url = migrated[0]
     with Proxy(port_of(database_url)) as proxy:
         parts = urlsplit(database_url)
-        proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}")
+        login = parts.netloc.rpartition("@")[0]  # user, and password if any
+        proxied = parts._replace(netloc=f"{login}@127.0.0.1:{proxy.port}")
         container = bootstrap.build(
             database_url, event_store_env=eventsourcing_env(proxied.geturl())
         )

@@ -43,9 +43,14 @@ def _dead_letter(reason: str) -> DeadLetter:
 def test_a_reason_with_markup_and_escapes_is_listed_as_written() -> None:
     drawn = _drawn(dlq._table([_dead_letter(HOSTILE)], title="DLQ [/b]"))
     assert "refused [/bold] :smile: [red]x" in drawn
-    assert "\\x1b[2J" in drawn and "\\x1b]0;owned\\x07" in drawn and "\\x9b6n" in drawn
-    assert "\x1b" not in drawn and "\x07" not in drawn and "\x9b" not in drawn
-    assert "DLQ [/b]" in drawn and "team-mail [/i]" in drawn
+    assert "\\x1b[2J" in drawn
+    assert "\\x1b]0;owned\\x07" in drawn
+    assert "\\x9b6n" in drawn
+    assert "\x1b" not in drawn
+    assert "\x07" not in drawn
+    assert "\x9b" not in drawn
+    assert "DLQ [/b]" in drawn
+    assert "team-mail [/i]" in drawn
 
 
 def test_a_trace_with_a_hostile_export_error_and_owner_is_shown_as_written() -> None:
@@ -60,7 +65,8 @@ def test_a_trace_with_a_hostile_export_error_and_owner_is_shown_as_written() -> 
         ],
     }
     drawn = _drawn(trace.render(shown))
-    assert "error: refused [/bold]" in drawn and "ops\\x1b[31m must look" in drawn
+    assert "error: refused [/bold]" in drawn
+    assert "ops\\x1b[31m must look" in drawn
     assert "\x1b" not in drawn
 
 
