@@ -17,11 +17,15 @@ resend of an accepted message a no-op anyway. The recipient's address is read fr
 the profile at send time (docs/decisions: the recipient policy); a purchase's
 e-mail reads the purchase's student and lesson at send time too
 (application/purchase_emails.py).
+
+Each choice — send, look up, retry, dead-letter, done — is made by the pure
+`application.notification_decision.decide`; `Notifier` is its shell: it reads the
+row and the profile, calls the provider, records the state `decide` names and turns
+its last action into the worker's outcome.
 """
 
 from __future__ import annotations
 
-import enum
 import random
 from collections.abc import Callable
 from datetime import datetime
@@ -36,7 +40,6 @@ from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfir
 from application.contracts.mapping import decode
 from application.contracts.purchase_events import PURCHASE_VERSIONS
 from application.email import (
-    DeliveryStatus,
     EmailProvider,
     OutcomeUnknownError,
     OutgoingEmail,
@@ -44,6 +47,29 @@ from application.email import (
     TransientSendError,
 )
 from application.errors import NotFoundError
+from application.notification_decision import (
+    Accepted,
+    Ack,
+    Claim,
+    Claimed,
+    DeadLetter,
+    Delivery,
+    Failed,
+    Heard,
+    LookUp,
+    LookupFailed,
+    LookUpLater,
+    Lost,
+    Mark,
+    Read,
+    Refused,
+    RetryLater,
+    SeenBefore,
+    Send,
+    Start,
+    State,
+    decide,
+)
 from application.notification_kind import PURCHASE_KINDS, Kind
 from application.personal_data import scrubbed, without_addresses
 from application.ports import StudentDirectory
@@ -54,15 +80,6 @@ from application.purchase_emails import (
     purchase_text,
 )
 from domain.student import StudentProfile
-
-
-class State(enum.StrEnum):
-    PENDING = "pending"
-    SENDING = "sending"
-    SENT = "sent"
-    UNKNOWN = "unknown"
-    FAILED = "failed"
-    DEAD_LETTERED = "dead-lettered"
 
 
 @attrs.frozen(kw_only=True)
@@ -216,8 +233,12 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+MAX_STEPS = 8  # a delivery takes five at most: claim, read, look up, send, outcome
+
+
 class Notifier:
-    """Decides and records each step; the worker turns the outcome into ack/NAK/DLQ."""
+    """The shell around `decide`: reads, calls and records what it names; the
+    worker turns the outcome into ack/NAK/DLQ."""
 
     def __init__(
         self,
@@ -248,30 +269,49 @@ class Notifier:
             return Done()  # a bought seat: its access-granted e-mail says it all
         # Read once per delivery, at send time (the recipient policy).
         profile = self._students.get(request.student_id)
-        first = self._send_first(request, profile)
-        return first if first is not None else self._follow_up(request, profile)
+        return self._deliver(request, profile)
 
-    def _follow_up(
+    def _deliver(
         self, request: NotificationRequest, profile: StudentProfile | None
     ) -> Outcome:
-        """A notification seen before: its row says how far it got."""
-        found = self._store.open(request)
-        if found.state is State.SENT:
-            return Done()  # a redelivery after the commit, before the ack
-        # A replay (its first delivery: the worker says so) starts the count
-        # afresh, wherever the row stood: a message dead-lettered while our own
-        # database was down left it `sending` or `failed`. Its redeliveries count
-        # on, so a replay is bounded like any delivery.
-        fresh = request.replayed
-        if found.state is State.DEAD_LETTERED and not fresh:
-            return GiveUp(found.last_error or "dead-lettered before")
-        attempts = 0 if fresh else found.attempts
-        if fresh or found.state in (State.SENDING, State.UNKNOWN):
-            # An earlier attempt may have been accepted (a dead letter's too).
-            settled = self._reconcile(request.event_id, attempts, replay=fresh)
-            if settled is not None:
-                return settled
-        return self._send(request, attempts + 1, profile)
+        """Ask `decide`, record the state it names, make the call it names, and
+        again with the answer, until it names the worker's outcome."""
+        event_id = request.event_id
+        delivery = Delivery(
+            student_id=request.student_id,
+            has_profile=profile is not None,
+            replayed=request.replayed,
+        )
+        heard: Heard = Start()
+        message: OutgoingEmail | None = None  # composed for a first sight's claim
+        for _ in range(MAX_STEPS):
+            step = decide(delivery, heard, max_attempts=self._policy.max_attempts)
+            action = step.action
+            if isinstance(action, Send):
+                if message is None:  # composed before `sending` is recorded
+                    message = self._compose(request, profile)
+                self._record(event_id, step.record)
+                delivery, heard = step.after, self._call(event_id, message, profile)
+                continue
+            self._record(event_id, step.record)
+            delivery = step.after
+            if isinstance(action, Claim):
+                message, heard = self._send_first(request, profile)
+            elif isinstance(action, Read):
+                message, heard = None, Start()  # composed afresh if it is sent
+                found = self._store.open(request)
+                delivery = attrs.evolve(
+                    delivery,
+                    recorded=found.state,
+                    attempts=found.attempts,
+                    last_error=found.last_error,
+                )
+            elif isinstance(action, LookUp):
+                heard = self._reconcile(event_id)
+            else:
+                return self._outcome(action)
+        msg = f"notification {event_id} did not settle in {MAX_STEPS} steps"
+        raise RuntimeError(msg)
 
     def _resolve(self, notice: PurchaseNotice) -> NotificationRequest:
         """The purchase's student and lesson, read now (the event has neither)."""
@@ -289,102 +329,71 @@ class Notifier:
             amount_cents=amount,
         )
 
-    def _reconcile(
-        self, event_id: UUID, attempts: int, *, replay: bool = False
-    ) -> Outcome | None:
-        """An earlier attempt may have been accepted: ask before sending again.
-        None: the provider holds nothing under the key, so sending is safe — or it
-        cannot tell (SMTP) and a person chose to send again (`replay`)."""
-        try:
-            status = self._provider.status(provider_key(event_id))
-        except TransientSendError as error:
-            # A failed lookup is an attempt too: a provider that never answers
-            # one ends in the DLQ, not in lookups for ever.
-            said, tries = _said(error), attempts + 1
-            if tries >= self._policy.max_attempts:
-                reason = f"outcome unknown, {tries} status lookups failed: {said}"
-                self._store.mark(
-                    event_id, State.DEAD_LETTERED, attempts=tries, error=reason
-                )
-                return GiveUp(reason)
-            self._store.mark(event_id, State.UNKNOWN, attempts=tries, error=said)
-            return Retry(self._policy.delay(tries, error.retry_after), said)
-        if status is DeliveryStatus.ACCEPTED:
-            self._store.mark(event_id, State.SENT)
-            return Done()
-        if status is DeliveryStatus.UNKNOWN and not replay:  # SMTP: a person decides
-            reason = "outcome unknown and the provider offers no status lookup"
-            self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
-            return GiveUp(reason)
-        return None
-
     def _send_first(
         self, request: NotificationRequest, profile: StudentProfile | None
-    ) -> Outcome | None:
+    ) -> tuple[OutgoingEmail, Heard]:
         """The common case in one write fewer: a notification never seen before
-        is created `sending` by the write that records it. None: it was seen
-        before, or has nobody to write to; the general path decides."""
-        if profile is None:
-            return None
+        is created `sending` by the write that records it (the message is
+        composed first: nothing is recorded if that fails)."""
         message = self._compose(request, profile)
-        if not self._store.open_sending(request):
-            return None
-        return self._call(request, message, profile, attempt=1)
+        claimed = self._store.open_sending(request)
+        return message, Claimed() if claimed else SeenBefore()
 
-    def _send(
-        self,
-        request: NotificationRequest,
-        attempt: int,
-        profile: StudentProfile | None,
-    ) -> Outcome:
-        event_id = request.event_id
-        if profile is None:
-            reason = f"student {request.student_id} has no profile to write to"
-            self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
-            return GiveUp(reason)
-        message = self._compose(request, profile)
-        self._store.mark(event_id, State.SENDING, attempts=attempt)
-        return self._call(request, message, profile, attempt)
+    def _reconcile(self, event_id: UUID) -> Heard:
+        """What the provider holds under the key: an earlier attempt may have
+        been accepted, so it is asked before sending again."""
+        try:
+            return self._provider.status(provider_key(event_id))
+        except TransientSendError as error:
+            return LookupFailed(_said(error), error.retry_after)
 
     def _compose(
-        self, request: NotificationRequest, profile: StudentProfile
+        self, request: NotificationRequest, profile: StudentProfile | None
     ) -> OutgoingEmail:
+        if profile is None:  # `decide` sends only to a student with a profile
+            msg = f"nothing to compose: student {request.student_id} has no profile"
+            raise RuntimeError(msg)
         lesson = self._lessons(request.lesson_id)
         return compose(request, lesson, profile.email, profile.name)
 
     def _call(
         self,
-        request: NotificationRequest,
+        event_id: UUID,
         message: OutgoingEmail,
-        profile: StudentProfile,
-        attempt: int,
-    ) -> Outcome:
-        """`sending` is committed: call the provider, record what it said."""
-        event_id = request.event_id
+        profile: StudentProfile | None,
+    ) -> Heard:
+        """`sending` is committed: call the provider; what it said, without the
+        student's address or name."""
         try:
             result = self._provider.send(message, provider_key(event_id))
         except PermanentSendError as error:
-            said = _said(error, profile)
-            self._store.mark(event_id, State.DEAD_LETTERED, error=said)
-            return GiveUp(f"permanent: {said}")
+            return Refused(_said(error, profile))
         except TransientSendError as error:
-            said = _said(error, profile)
-            if attempt >= self._policy.max_attempts:
-                reason = f"gave up after {attempt} attempts: {said}"
-                self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
-                return GiveUp(reason)
-            self._store.mark(event_id, State.FAILED, error=said)
-            return Retry(self._policy.delay(attempt, error.retry_after), said)
+            return Failed(_said(error, profile), error.retry_after)
         except OutcomeUnknownError as error:
-            said = _said(error, profile)
-            if attempt >= self._policy.max_attempts:  # a replay looks it up first
-                reason = f"outcome unknown after {attempt} attempts: {said}"
-                self._store.mark(event_id, State.DEAD_LETTERED, error=reason)
-                return GiveUp(reason)
-            self._store.mark(event_id, State.UNKNOWN, error=said)
-            return Retry(self._policy.unknown_delay, said)
-        self._store.mark(event_id, State.SENT, provider_id=result.provider_id)
-        return Done()
+            return Lost(_said(error, profile))
+        return Accepted(result.provider_id)
+
+    def _record(self, event_id: UUID, mark: Mark | None) -> None:
+        if mark is not None:
+            self._store.mark(
+                event_id,
+                mark.state,
+                attempts=mark.attempts,
+                error=mark.error,
+                provider_id=mark.provider_id,
+            )
+
+    def _outcome(self, last: Ack | RetryLater | LookUpLater | DeadLetter) -> Outcome:
+        """The worker's outcome; a retry's delay (its jitter) is drawn here."""
+        if isinstance(last, Ack):
+            return Done()
+        if isinstance(last, RetryLater):
+            delay = self._policy.delay(last.attempt, last.retry_after)
+            return Retry(delay, last.reason)
+        if isinstance(last, LookUpLater):
+            return Retry(self._policy.unknown_delay, last.reason)
+        return GiveUp(last.reason)
 
 
 def _said(error: Exception, profile: StudentProfile | None = None) -> str:
