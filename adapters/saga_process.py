@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -24,7 +23,7 @@ from adapters.postgres.deadlines import Claim, SagaDeadlines
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.metered import failures_seen
 from adapters.transient import TRANSIENT
-from application.backoff import doubled
+from application.backoff import BackoffPolicy, Jitter
 from application.errors import NotFoundError
 from application.saga_runner import PurchaseSaga
 
@@ -32,6 +31,9 @@ log = structlog.get_logger()
 CLAIM_BATCH = 16
 SAGA = "saga"  # its `consumer` label on the retry counter
 MAX_ERROR_DELAY_S = 30.0
+# A purchase whose step failed: 1 s after the first failure, doubling to 30 s,
+# equal jitter (never ~0: a failing purchase does not spin).
+ERROR_RETRY = BackoffPolicy(first=1.0, cap=MAX_ERROR_DELAY_S, jitter=Jitter.EQUAL)
 
 
 class SagaProcess:
@@ -88,8 +90,7 @@ class SagaProcess:
             count_retries(SAGA, kind)
             failures = self._failures.get(pid, 0) + 1
             self._failures[pid] = failures
-            ceiling = doubled(0.5, failures, MAX_ERROR_DELAY_S)
-            delay = ceiling * random.uniform(0.5, 1)  # noqa: S311
+            delay = ERROR_RETRY.delay(failures)
             log.warning("saga.step_failed", purchase_id=str(pid), error=repr(error))
             self._deadlines.release(
                 claim, self._clock() + timedelta(seconds=delay), repr(error)[:500]

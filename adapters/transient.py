@@ -11,14 +11,13 @@ lets it crash (the supervisor restarts it).
 from __future__ import annotations
 
 import asyncio
-import random
 
 import eventsourcing.persistence as es
 import nats.errors
 import psycopg
 import sqlalchemy.exc
 
-from application.backoff import doubled
+from application.backoff import BackoffPolicy, Jitter
 from application.errors import ContentionError
 
 TRANSIENT: tuple[type[Exception], ...] = (
@@ -43,19 +42,20 @@ def is_transient(error: BaseException) -> bool:
 
 
 class Backoff:
-    """Exponential backoff with full jitter, reset after a success."""
+    """The failures in a row of one loop, each waited out longer: equal jitter
+    (drawn from [ceiling/2, ceiling]) under a ceiling that doubles from `first` up
+    to `cap`; a success starts it afresh."""
 
     def __init__(self, first: float = 0.2, cap: float = 5.0) -> None:
-        self._first, self._cap = first, cap
-        self._attempt = 0
+        self._policy = BackoffPolicy(first=first, cap=cap, jitter=Jitter.EQUAL)
+        self._failures = 0
 
     def reset(self) -> None:
-        self._attempt = 0
+        self._failures = 0
 
     def next_delay(self) -> float:
-        ceiling = doubled(self._first, self._attempt, self._cap)
-        self._attempt += 1
-        return random.uniform(ceiling / 2, ceiling)  # noqa: S311
+        self._failures += 1
+        return self._policy.delay(self._failures)
 
     async def wait(self) -> None:
         await asyncio.sleep(self.next_delay())

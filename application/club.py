@@ -8,7 +8,6 @@ that recorder is the outbox the relay reads.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Sequence
 from uuid import UUID
@@ -18,6 +17,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import EnvType
 
+from application.backoff import BackoffPolicy, Jitter
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from application.group_commit import GroupCommit
@@ -39,6 +39,8 @@ from domain.errors import DomainError, EnrollmentCancelledError
 from domain.lesson import Lesson
 
 MAX_ATTEMPTS = 50
+# A write that lost a race to another writer: 1 ms doubling to 50 ms, full jitter.
+CONFLICT_RETRY = BackoffPolicy(first=0.001, cap=0.05, jitter=Jitter.FULL)
 
 
 @attrs.frozen(kw_only=True)
@@ -338,5 +340,6 @@ def _replayed(
 
 
 def _back_off(attempt: int) -> None:
-    """A jittered, growing pause: colliding writers spread out, not re-collide."""
-    time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))  # noqa: S311
+    """A jittered, growing pause: colliding writers spread out, not re-collide.
+    `attempt` counts from 0 (the attempt that just lost the race)."""
+    time.sleep(CONFLICT_RETRY.delay(attempt + 1))

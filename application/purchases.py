@@ -9,7 +9,6 @@ What step comes next is not decided here: `application.saga.decide` does that.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -19,7 +18,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
-from application.club import ClubApplication
+from application.club import CONFLICT_RETRY, ClubApplication
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from application.idempotency import KeyReusedError
 from application.ids import CLUB_NS
@@ -365,8 +364,9 @@ def _only(act: Callable[[Purchase], None]) -> Step:
 
 
 def _back_off(attempt: int) -> None:
-    """A jittered, growing pause: colliding writers spread out, not re-collide."""
-    time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))  # noqa: S311
+    """A jittered, growing pause: colliding writers spread out, not re-collide.
+    `attempt` counts from 0 (the attempt that just lost the race)."""
+    time.sleep(CONFLICT_RETRY.delay(attempt + 1))
 
 
 __all__ = ["PurchaseView", "Purchases", "Status"]

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 import attrs
 
+from application.backoff import BackoffPolicy, Jitter
 from domain.purchase import Purchase, Status
 
 CHECK_OWNER = "payments on-call"  # who looks when checks run out
@@ -41,10 +42,15 @@ class SagaPolicy:
     def backoff(
         self, attempt: int, first: timedelta, ceiling: timedelta, rng: random.Random
     ) -> timedelta:
-        """Doubling, capped, drawn from its upper half: spread, but never ~0."""
-        top = min(ceiling, first * 2 ** max(attempt, 0))
-        drawn: timedelta = top * rng.uniform(0.5, 1.0)
-        return drawn
+        """Doubling from `first` with each `attempt` (0 for the first retry), at
+        most `ceiling`, and equal jitter: drawn from the upper half of that, spread
+        but never ~0."""
+        policy = BackoffPolicy(
+            first=first.total_seconds(),
+            cap=ceiling.total_seconds(),
+            jitter=Jitter.EQUAL,
+        )
+        return timedelta(seconds=policy.delay(attempt + 1, rng))
 
 
 # The commands a decision names; the runner (application.saga_runner) does them.

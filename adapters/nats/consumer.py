@@ -10,7 +10,8 @@ Nothing a message contains can stop the runner:
   with its reason before it is terminated, so nothing is dropped silently;
 - a batch that fails for a reason other than the connection is applied again one
   event per SAVEPOINT: the healthy ones commit and are acked; each event that fails
-  alone (a poison event) is NAKed with a growing delay (its first failure's time
+  alone (a poison event) is NAKed with a growing delay (`POISON_RETRY`: 1 s doubling
+  per delivery up to 60 s, no jitter; its first failure's time
   written in the same transaction, adapters/postgres/first_failures.py) and, once
   JetStream has delivered it `poison_attempts` times, dead-lettered with its
   reason, its owner (CLUB_DLQ_OWNERS, by the event's type) and that time;
@@ -47,11 +48,11 @@ from adapters.nats.dlq import ensure_replay_consumer, original_subject, replay_d
 from adapters.nats.streams import (
     ACK_WAIT_S,
     EVENTS_STREAM,
+    POISON_ATTEMPTS,
     REPLAY_STREAM,
     ensure_consumer,
 )
-from adapters.postgres import first_failures
-from adapters.postgres.first_failures import FailureKey
+from adapters.postgres.first_failures import FailureKey, FirstFailures
 from adapters.postgres.inbox import (
     Applied,
     Apply,
@@ -62,6 +63,7 @@ from adapters.postgres.inbox import (
 )
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
+from application.backoff import BackoffPolicy, Jitter
 from application.contracts.envelope import Envelope, MalformedEnvelopeError
 from application.contracts.mapping import UnknownSchemaError
 from application.contracts.meaning import meaning_digest
@@ -75,9 +77,9 @@ ORDER_NOTE = (
     "read models merge each aggregate by aggregate_version, so a replay of this "
     "one never overwrites a later state"
 )
-POISON_ATTEMPTS = 5  # deliveries of a poison event before it is dead-lettered
-POISON_FIRST_DELAY_S = 1.0  # then doubled per delivery, up to the cap
-POISON_MAX_DELAY_S = 60.0
+# A poison event's redeliveries keep a fixed schedule (no jitter): 1 s after its
+# first failure, doubled per delivery, up to 60 s.
+POISON_RETRY = BackoffPolicy(first=1.0, cap=60.0, jitter=Jitter.NONE)
 
 __all__ = ["BatchOutcome", "ConsumerRunner", "Incoming", "Unreadable"]
 
@@ -109,8 +111,7 @@ class ConsumerRunner:
         fetch_timeout: float = 1.0,
         ack_wait: float = ACK_WAIT_S,
         poison_attempts: int = POISON_ATTEMPTS,
-        poison_first_delay: float = POISON_FIRST_DELAY_S,
-        poison_max_delay: float = POISON_MAX_DELAY_S,
+        poison_retry: BackoffPolicy = POISON_RETRY,
     ) -> None:
         self.name = name
         self._apply = apply
@@ -122,8 +123,8 @@ class ConsumerRunner:
         self._fetch_timeout = fetch_timeout
         self._ack_wait = ack_wait
         self._poison_attempts = poison_attempts
-        self._poison_first_delay = poison_first_delay
-        self._poison_max_delay = poison_max_delay
+        self._poison_retry = poison_retry
+        self._failures = FirstFailures(engine)
         # Events that failed alone before: a batch holding one goes straight to
         # the isolated path instead of failing whole once more.
         self._suspects: set[UUID] = set()
@@ -239,13 +240,8 @@ class ConsumerRunner:
         keys = {id(d): self._key(d.msg) for d in dead if _redelivered(d.msg)}
         if not keys:
             return {}
-
-        def read() -> dict[FailureKey, datetime]:
-            with self._engine.connect() as conn:
-                return first_failures.first(conn, list(keys.values()))
-
         try:
-            found = await asyncio.to_thread(read)
+            found = await asyncio.to_thread(self._failures.first, list(keys.values()))
         except TRANSIENT as e:
             log.warning("consumer.first_failure_unread", error=describe(e))
             return None
@@ -255,13 +251,8 @@ class ConsumerRunner:
         keys = [self._key(msg) for msg in msgs if _redelivered(msg)]
         if not keys:
             return
-
-        def forget() -> None:
-            with self._engine.begin() as conn:
-                first_failures.forget(conn, keys)
-
         try:
-            await asyncio.to_thread(forget)
+            await asyncio.to_thread(self._failures.forget, keys)
         except TRANSIENT as e:  # a row left over is harmless
             log.warning("consumer.first_failure_kept", error=describe(e))
 
@@ -303,7 +294,7 @@ class ConsumerRunner:
                 advance(conn, self.name, last)
             # With the attempt it times: a retry's first failure, for its dead letter.
             failed = [self._key(item.msg) for item in outcome.retrying]
-            first_failures.record(conn, failed, datetime.now(UTC))
+            self._failures.record(failed, datetime.now(UTC), within=conn)
         return outcome
 
     def _outcome(self, batch: list[Incoming], result: Applied) -> BatchOutcome:
@@ -346,8 +337,7 @@ class ConsumerRunner:
             self._suspects.add(event_id)
 
     def _poison_delay(self, msg: Msg) -> float:
-        doublings = min(32, max(0, int(msg.metadata.num_delivered) - 1))
-        return min(self._poison_max_delay, self._poison_first_delay * 2.0**doublings)
+        return self._poison_retry.delay(int(msg.metadata.num_delivered))
 
     def _conflict(self, item: Incoming) -> Unreadable:
         """Same event_id, other meaning: a broken contract, never a silent skip."""

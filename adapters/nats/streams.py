@@ -34,6 +34,9 @@ REPLAY_STREAM = "CLUB_REPLAY"
 REPLAY_SUBJECTS = "club.replay.>"
 DUPLICATE_WINDOW_S = 120.0
 ACK_WAIT_S = 30.0
+# Deliveries of a message that fails with a bug (a poison event, a job's error)
+# before it is dead-lettered: the consumers' and the job workers' alike.
+POISON_ATTEMPTS = 5
 
 STREAMS = (
     StreamConfig(

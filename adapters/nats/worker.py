@@ -16,22 +16,21 @@ into the broker's verbs:
   type) and the first failure's time, then terminate;
 - a message that cannot be read: dead-lettered at once (permanent);
 - our own database unreachable (transient): NAK with a delay that grows with the
-  message's deliveries (full jitter, capped; `Outage`), and every slot rests before
-  it pulls again, a rest that grows with each wave of failures and starts afresh
-  after any job that got through: an outage holds a slot's worth of messages
-  instead of cycling the whole stream through failures, and one message that fails
-  alone holds nobody up for long; after `Outage.attempts` deliveries the message is
-  dead-lettered (its content may be what times out);
-- any other error (a bug this message meets): NAK with a growing delay, and after
-  `POISON_ATTEMPTS` deliveries dead-lettered with the error: never a worker that
-  exits, never a message retried for ever.
+  message's deliveries (`Outage.retry`: full jitter, capped), and every slot
+  rests before it pulls again, a rest that grows with each wave of failures and
+  starts afresh after any job that got through: an outage holds a slot's worth of
+  messages instead of cycling the whole stream through failures, and one message
+  that fails alone holds nobody up for long; after `Outage.attempts` deliveries
+  the message is dead-lettered (its content may be what times out);
+- any other error (a bug this message meets): NAK with a growing delay
+  (`POISON_RETRY`), and after `POISON_ATTEMPTS` deliveries dead-lettered with the
+  error: never a worker that exits, never a message retried for ever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -55,6 +54,7 @@ from adapters.nats.dlq import (
 from adapters.nats.streams import (
     ACK_WAIT_S,
     EVENTS_STREAM,
+    POISON_ATTEMPTS,
     REPLAY_STREAM,
     ensure_consumer,
 )
@@ -62,7 +62,7 @@ from adapters.postgres.first_failures import FailureKey, FirstFailures
 from adapters.providers.metered import failures_seen, retry_class
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
-from application.backoff import doubled
+from application.backoff import BackoffPolicy, Jitter
 from application.contracts.envelope import Envelope
 from application.notifications import Done, GiveUp, Outcome, Retry
 from application.personal_data import without_addresses
@@ -70,15 +70,14 @@ from application.personal_data import without_addresses
 log = structlog.get_logger()
 
 ORDER_NOTE = "each job stands alone: nothing waits behind it"
-POISON_ATTEMPTS = 5  # deliveries of a message whose job fails with a bug
-POISON_DELAY_S = 1.0  # then doubled per delivery
+# A job that failed with a bug, redelivered after 1, 2, 4, 8 s: the cap is the
+# delay before the last delivery POISON_ATTEMPTS allows.
+POISON_RETRY = BackoffPolicy(first=1.0, cap=8.0, jitter=Jitter.NONE)
+# Our side down: full jitter under 1 s doubling with each delivery, up to 60 s.
+OUTAGE_RETRY = BackoffPolicy(first=1.0, cap=60.0, jitter=Jitter.FULL)
 
 # A job for one message: its outcome, or None when the message asks for no work.
 Job = Callable[[Envelope, bool], Awaitable[Outcome | None]]
-
-
-def _full_jitter(ceiling: float) -> float:
-    return random.uniform(0, ceiling)  # noqa: S311 - jitter, not secrecy
 
 
 @attrs.frozen
@@ -86,13 +85,12 @@ class Outage:
     """How a worker waits out its own side failing (our database unreachable)."""
 
     attempts: int = 10  # deliveries, then the DLQ (CLUB_NOTIFY_MAX_ATTEMPTS)
-    first_s: float = 1.0
-    cap_s: float = 60.0
-    jitter: Callable[[float], float] = _full_jitter
+    retry: BackoffPolicy = OUTAGE_RETRY
 
     def delay(self, delivered: int) -> float:
-        """Jittered under a ceiling that doubles with each delivery, capped."""
-        return self.jitter(doubled(self.first_s, delivered - 1, self.cap_s))
+        """The pause before the message's next delivery (or the slots' next pull,
+        after that many waves of failures)."""
+        return self.retry.delay(delivered)
 
 
 async def ensure_worker_consumer(
@@ -281,7 +279,7 @@ class Worker:
             else:
                 count_retries(self.name, "unknown")
                 await self._failed(msg)
-                await _quietly(msg.nak(delay=POISON_DELAY_S * 2 ** (delivered - 1)))
+                await _quietly(msg.nak(delay=POISON_RETRY.delay(delivered)))
             return
         match outcome:
             case None:  # an event that asks this work class for nothing
@@ -329,8 +327,9 @@ class Worker:
         first: datetime | None = datetime.now(UTC)  # unless an earlier one failed
         if _redelivered(msg):
             try:
-                first = await asyncio.to_thread(self._failures.first, self._key(msg))
-                first = first or datetime.now(UTC)
+                key = self._key(msg)
+                found = await asyncio.to_thread(self._failures.first, [key])
+                first = found.get(key, datetime.now(UTC))
             except TRANSIENT as e:  # the entry says "not known" rather than wait
                 log.warning("worker.first_failure_unread", error=describe(e))
                 first = None
@@ -355,7 +354,7 @@ class Worker:
         keeps none, and a NAK cannot add a header)."""
         try:
             now = datetime.now(UTC)
-            await asyncio.to_thread(self._failures.record, self._key(msg), now)
+            await asyncio.to_thread(self._failures.record, [self._key(msg)], now)
         except TRANSIENT as e:  # the retry goes on; a later failure is recorded
             log.warning("worker.first_failure_unrecorded", error=describe(e))
 
@@ -365,7 +364,7 @@ class Worker:
         if not _redelivered(msg):
             return
         try:
-            await asyncio.to_thread(self._failures.forget, self._key(msg))
+            await asyncio.to_thread(self._failures.forget, [self._key(msg)])
         except TRANSIENT as e:  # a row left over is harmless
             log.warning("worker.first_failure_kept", error=describe(e))
 

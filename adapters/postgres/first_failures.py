@@ -1,8 +1,9 @@
 """When a consumer first failed a message: a dead letter's first failure time.
 
 JetStream counts a message's deliveries but keeps no time of the first failed one,
-and a NAK cannot change a message's headers, so the consumer writes that time here
-when it first NAKs the message for a retry (a later failure keeps the first time).
+and a NAK cannot change a message's headers, so a consumer or a job worker writes
+that time here when it first NAKs the message for a retry (a later failure keeps the
+first time), through `FirstFailures`.
 Dead-lettering reads it for `Club-First-Failed-At`, then forgets it; a message that
 succeeds after failing forgets it too. Only failures cost a write: a message
 handled on its first delivery never touches this table.
@@ -34,10 +35,52 @@ class FailureKey:
     stored_at: datetime  # JetStream's, identical on every delivery of the message
 
 
-def record(conn: sa.Connection, keys: Collection[FailureKey], at: datetime) -> None:
-    """`at` for each key's first failure; a key already recorded keeps its time."""
-    if not keys:
-        return
+@attrs.frozen
+class FirstFailures:
+    """The table's three steps, the one way to them. Each runs in a transaction of
+    its own, but `record` joins the caller's when given one (`within`): a consumer
+    writes the time with the batch whose failure it times."""
+
+    engine: sa.Engine
+
+    def record(
+        self,
+        keys: Collection[FailureKey],
+        at: datetime,
+        *,
+        within: sa.Connection | None = None,
+    ) -> None:
+        """`at` for each key's first failure; a key already recorded keeps its time."""
+        if not keys:
+            return
+        if within is not None:
+            _record(within, keys, at)
+            return
+        with self.engine.begin() as conn:
+            _record(conn, keys, at)
+
+    def first(self, keys: Collection[FailureKey]) -> dict[FailureKey, datetime]:
+        """The recorded first failure of each key that has one."""
+        if not keys:
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(first_failures).where(_matching(keys))
+            ).mappings()
+            found = {
+                FailureKey(**{k: row[k] for k in _KEY}): row["first_failed_at"]
+                for row in rows
+            }
+        return {key: found[key] for key in keys if key in found}
+
+    def forget(self, keys: Collection[FailureKey]) -> None:
+        if not keys:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(first_failures).where(_matching(keys)))
+
+
+def _record(conn: sa.Connection, keys: Collection[FailureKey], at: datetime) -> None:
     stmt = insert(first_failures).values(
         [attrs.asdict(key) | {"first_failed_at": at} for key in set(keys)]
     )
@@ -58,46 +101,9 @@ def record(conn: sa.Connection, keys: Collection[FailureKey], at: datetime) -> N
     )
 
 
-def first(
-    conn: sa.Connection, keys: Collection[FailureKey]
-) -> dict[FailureKey, datetime]:
-    """The recorded first failure of each key that has one."""
-    if not keys:
-        return {}
-    rows = conn.execute(sa.select(first_failures).where(_matching(keys))).mappings()
-    found = {
-        FailureKey(**{k: row[k] for k in _KEY}): row["first_failed_at"] for row in rows
-    }
-    return {key: found[key] for key in keys if key in found}
-
-
-def forget(conn: sa.Connection, keys: Collection[FailureKey]) -> None:
-    if keys:
-        conn.execute(sa.delete(first_failures).where(_matching(keys)))
-
-
 _KEY = ("consumer", "stream", "stream_seq", "stored_at")
 
 
 def _matching(keys: Collection[FailureKey]) -> sa.ColumnElement[bool]:
     columns = [first_failures.c[name] for name in _KEY]
     return sa.tuple_(*columns).in_([tuple(attrs.astuple(key)) for key in keys])
-
-
-@attrs.frozen
-class FirstFailures:
-    """The three steps, each in a transaction of its own (the job worker's use)."""
-
-    engine: sa.Engine
-
-    def record(self, key: FailureKey, at: datetime) -> None:
-        with self.engine.begin() as conn:
-            record(conn, [key], at)
-
-    def first(self, key: FailureKey) -> datetime | None:
-        with self.engine.connect() as conn:
-            return first(conn, [key]).get(key)
-
-    def forget(self, key: FailureKey) -> None:
-        with self.engine.begin() as conn:
-            forget(conn, [key])

@@ -18,6 +18,7 @@ from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM
 from adapters.postgres.tables import consumer_positions, first_failures, inbox
 from adapters.transient import TRANSIENT
+from application.backoff import BackoffPolicy, Jitter
 from application.dlq_owners import DEFAULT_OWNER, DlqOwners
 from projections import statistics
 from tests.integration.helpers import bound_consumer, run, with_js
@@ -184,7 +185,7 @@ def test_a_poison_event_is_retried_then_dead_lettered_and_its_batch_mates_applie
             js,
             container,
             poison_attempts=3,
-            poison_first_delay=0.5,
+            poison_retry=BackoffPolicy(first=0.5, cap=60.0, jitter=Jitter.NONE),
             owner=owners.for_consumer(name),
         )
         outcomes = await settle(runner, sub, js)

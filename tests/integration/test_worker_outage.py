@@ -16,6 +16,7 @@ from adapters.nats.dlq import REPLAY_HEADER, dead_letters, replay_subject
 from adapters.nats.streams import REPLAY_STREAM
 from adapters.nats.worker import Job, Outage, Worker, ensure_worker_consumer
 from adapters.postgres.first_failures import FirstFailures
+from application.backoff import BackoffPolicy, Jitter
 from application.dlq_owners import DlqOwners
 from application.notifications import Done, Retry
 from tests.integration.helpers import run, with_js, working
@@ -70,7 +71,10 @@ def test_a_message_that_keeps_meeting_our_outage_is_dead_lettered_with_why(
     async def body(js, _nc):
         nonlocal ours
         ours = await queued(js, name, 1)
-        outage = Outage(attempts=4, first_s=0.1, cap_s=0.4, jitter=lambda c: c)
+        outage = Outage(
+            attempts=4,
+            retry=BackoffPolicy(first=0.1, cap=0.4, jitter=Jitter.NONE),
+        )
         async with working(outage_worker(container, js, name, job, outage)):
             for _ in range(100):
                 entries = [e async for e in dead_letters(js, name)]
@@ -118,7 +122,10 @@ def test_during_an_outage_one_slot_probes_then_every_message_is_handled_once(
     async def body(js, _nc):
         nonlocal ours, down
         ours = await queued(js, name, 40)
-        outage = Outage(attempts=100, first_s=0.2, cap_s=0.4, jitter=lambda c: c)
+        outage = Outage(
+            attempts=100,
+            retry=BackoffPolicy(first=0.2, cap=0.4, jitter=Jitter.NONE),
+        )
         async with working(outage_worker(container, js, name, job, outage)):
             await asyncio.sleep(2.0)
             tried_while_down = len(tried)
@@ -162,7 +169,10 @@ def test_one_message_failing_alone_holds_the_others_up_for_one_short_rest(
     async def body(js, _nc):
         nonlocal poison, ours
         [poison] = await queued(js, name, 1)
-        outage = Outage(attempts=4, first_s=1.0, cap_s=8.0, jitter=lambda c: c)
+        outage = Outage(
+            attempts=4,
+            retry=BackoffPolicy(first=1.0, cap=8.0, jitter=Jitter.NONE),
+        )
         async with working(outage_worker(container, js, name, job, outage)):
             for _ in range(80):  # ten a second while the poison fails
                 body = lesson_body(uuid4())
@@ -203,7 +213,10 @@ def test_a_stop_during_an_outage_waits_for_one_turn_not_for_every_slot(
     async def body(js, _nc):
         nonlocal ours
         ours = await queued(js, name, 1)
-        outage = Outage(attempts=100, first_s=0.1, cap_s=0.1, jitter=lambda c: c)
+        outage = Outage(
+            attempts=100,
+            retry=BackoffPolicy(first=0.1, cap=0.1, jitter=Jitter.NONE),
+        )
         worker = outage_worker(container, js, name, job, outage)
         stop = asyncio.Event()
         running = asyncio.create_task(worker.run(stop))
@@ -240,7 +253,10 @@ def test_a_replay_is_fresh_on_its_first_delivery_only(container, migrated) -> No
             stream=REPLAY_STREAM,
             headers={REPLAY_HEADER: "7", "Club-Original-Subject": LESSON_SUBJECT},
         )
-        outage = Outage(attempts=10, first_s=0.1, cap_s=0.1)
+        outage = Outage(
+            attempts=10,
+            retry=BackoffPolicy(first=0.1, cap=0.1, jitter=Jitter.FULL),
+        )
         async with working(outage_worker(container, js, name, job, outage)):
             for _ in range(100):
                 if len(heard) == 2:
