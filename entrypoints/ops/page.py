@@ -21,7 +21,6 @@ from typing import Annotated, Any
 from urllib.parse import parse_qs
 from uuid import UUID
 
-import sqlalchemy as sa
 import structlog
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -35,7 +34,6 @@ from adapters.nats.replay import (
     ReplayRequest,
     replay,
 )
-from adapters.postgres.tables import dlq_replays
 from entrypoints.config.container import Container
 from entrypoints.http.deps import ContainerDep
 from entrypoints.ops.access import OpsConfig, OpsConfigDep, require_operator
@@ -319,25 +317,15 @@ async def _replay_record(container: Container, replay_id: str) -> ReplayRecord |
         wanted = UUID(replay_id)
     except ValueError:
         return None
-
-    def read() -> sa.Row[Any] | None:
-        with container.engine.connect() as conn:
-            return conn.execute(
-                sa.select(dlq_replays).where(
-                    dlq_replays.c.replay_id == wanted,
-                    dlq_replays.c.operator == OPERATOR,
-                )
-            ).first()
-
-    row = await asyncio.to_thread(read)
-    if row is None:
+    found = await asyncio.to_thread(container.replays.find, wanted, operator=OPERATOR)
+    if found is None:
         return None
     return ReplayRecord(
-        replay_id=str(row.replay_id),
-        consumer=row.consumer,
-        reason=row.reason,
-        replayed=row.replayed,
-        outcome=row.outcome,
+        replay_id=str(found.replay_id),
+        consumer=found.consumer,
+        reason=found.reason,
+        replayed=found.replayed,
+        outcome=found.outcome,
     )
 
 

@@ -35,9 +35,11 @@ from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.rebuild import Rebuild
+from adapters.postgres.replays import SqlReplayAudits
 from adapters.postgres.retention import PostgresTrim, create_retention_indexes
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.postgres.students import SqlStudentDirectory
+from adapters.postgres.webhooks import WebhookLog
 from adapters.providers.metered import MeteredEmailProvider, MeteredPaymentProvider
 from adapters.providers.payment_crash import CrashPointProvider
 from adapters.providers.payment_http import HttpPaymentProvider
@@ -84,11 +86,16 @@ def build(
         students=students,
         answers=SqlAnswerStore(engine),
     )
+    # Only nudges: it never claims, so its lease is never used.
+    deadlines = SagaDeadlines(engine, owner="nudge-only", lease=1.0)
     return Container(
         app=app,
         engine=engine,
         students=students,
         notifications=SqlNotificationStore(engine),
+        deadlines=deadlines,
+        webhooks=WebhookLog(engine, deadlines),
+        replays=SqlReplayAudits(engine),
     )
 
 

@@ -10,7 +10,6 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
-from adapters.postgres.deadlines import SagaDeadlines
 from application.idempotency import (
     Answer,
     AnswerFor,
@@ -45,14 +44,6 @@ def _purchases(container: ContainerDep) -> Purchases:
 PurchasesDep = Annotated[Purchases, Depends(_purchases)]
 
 
-def _deadlines(container: ContainerDep) -> SagaDeadlines:
-    # The API only nudges; it never claims, so the lease is never used.
-    return SagaDeadlines(container.engine, owner="api", lease=1.0)
-
-
-DeadlinesDep = Annotated[SagaDeadlines, Depends(_deadlines)]
-
-
 @router.post(
     "/lessons/{lesson_id}/purchases",
     status_code=201,
@@ -66,12 +57,12 @@ def post_purchase(  # noqa: PLR0917 - FastAPI passes what the route declares
     request: Request,
     container: ContainerDep,
     purchases: PurchasesDep,
-    deadlines: DeadlinesDep,
     key: RequiredIdempotencyKey,
 ) -> Response:
     student_id = check_student_id(body.student_id)
     hold_seconds = getattr(request.app.state, "hold_seconds", DEFAULT_HOLD_SECONDS)
     answers = container.app.answers
+    deadlines = container.deadlines
 
     def reserve_once(keyed: KeyedRequest, answer_for: AnswerFor) -> Answer:
         """The purchase's id comes from the key, so a retry finds what the first
@@ -123,7 +114,7 @@ def post_alternative(
     purchase_id: UUID,
     body: AlternativeIn,
     purchases: PurchasesDep,
-    deadlines: DeadlinesDep,
+    container: ContainerDep,
 ) -> PurchaseOut:
     """The student's consent: the late payment buys a new seat in `lesson_id`
     (never an added one: a full lesson answers 409 and the offer stands)."""
@@ -139,7 +130,7 @@ def post_alternative(
         purchase_id, lesson_id=body.lesson_id, now=datetime.now(UTC)
     )
     if view.alternative_purchase_id is not None:
-        deadlines.nudge_now([purchase_id, view.alternative_purchase_id])
+        container.deadlines.nudge_now([purchase_id, view.alternative_purchase_id])
     return purchase_out(view)
 
 

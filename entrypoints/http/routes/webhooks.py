@@ -16,8 +16,6 @@ from fastapi.responses import Response
 from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 
-from adapters.postgres.deadlines import SagaDeadlines
-from adapters.postgres.webhooks import WebhookLog
 from application.payment_webhook import (
     SIGNATURE_HEADER,
     Handled,
@@ -84,30 +82,27 @@ def _receive(
     remote: str | None,
 ) -> Response:
     """Blocking work (the database), off the event loop."""
-    webhooks = WebhookLog(
-        container.engine, SagaDeadlines(container.engine, owner="api", lease=1.0)
-    )
     if not verify_signature(secret, body, signature):
-        return _refuse(webhooks, "bad-signature", remote, body, 401)
+        return _refuse(container, "bad-signature", remote, body, 401)
     try:
         webhook = Webhook.from_json(body)
     except ValueError as error:
-        return _refuse(webhooks, "unreadable", remote, body, 422, str(error))
+        return _refuse(container, "unreadable", remote, body, 422, str(error))
     received = receive_webhook(
-        webhook, purchases=Purchases(container.app), records=webhooks
+        webhook, purchases=Purchases(container.app), records=container.webhooks
     )
     return _answer(received)
 
 
 def _refuse(  # noqa: PLR0917 - one place builds every refusal
-    webhooks: WebhookLog,
+    container: Container,
     reason: Reason,
     remote: str | None,
     body: bytes,
     status: int,
     detail: str | None = None,
 ) -> Response:
-    webhooks.refuse(reason=reason, remote=remote, body=body)
+    container.webhooks.refuse(reason=reason, remote=remote, body=body)
     REFUSED.labels(reason).inc()
     log.warning("webhook.refused", reason=reason, remote=remote, bytes=len(body))
     if status == 401:  # noqa: PLR2004
