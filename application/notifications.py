@@ -26,7 +26,6 @@ its last action into the worker's outcome.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
@@ -34,7 +33,7 @@ from uuid import UUID
 
 import attrs
 
-from application.backoff import doubled
+from application.backoff import BackoffPolicy, Jitter
 from application.contracts.envelope import Envelope
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
 from application.contracts.mapping import decode
@@ -163,17 +162,22 @@ Outcome = Done | Retry | GiveUp
 
 @attrs.frozen(kw_only=True)
 class RetryPolicy:
-    """Exponential backoff with full jitter, capped, for a bounded number of tries."""
+    """Exponential backoff with full jitter, capped, for a bounded number of tries;
+    never sooner than the provider's Retry-After."""
 
     max_attempts: int = 10
     first_delay: float = 1.0
     max_delay: float = 60.0
     unknown_delay: float = 1.0  # before looking an unknown outcome up
 
+    @property
+    def backoff(self) -> BackoffPolicy:
+        return BackoffPolicy(
+            first=self.first_delay, cap=self.max_delay, jitter=Jitter.FULL
+        )
+
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        ceiling = doubled(self.first_delay, attempt - 1, self.max_delay)
-        drawn = random.uniform(0, ceiling)  # noqa: S311 - jitter, not secrecy
-        return max(drawn, retry_after or 0.0)
+        return max(self.backoff.delay(attempt), retry_after or 0.0)
 
 
 _PURCHASE_TYPES = frozenset(cls.TYPE for cls in PURCHASE_VERSIONS)

@@ -17,6 +17,7 @@ import random
 
 import httpx
 
+from application.backoff import BackoffPolicy, Jitter
 from application.payment import SIGNATURE_HEADER, sign
 from sandboxes.payment_outbox import QueuedWebhook
 from sandboxes.payment_provider import PaymentSandbox
@@ -79,8 +80,10 @@ class WebhookSender:
         attempts = webhook.attempts + 1
         retry_at = None
         if attempts < self._max_attempts:
-            backoff = min(MAX_BACKOFF_S, self._first_backoff_s * 2 ** (attempts - 1))
-            retry_at = clock() + backoff * self._jitter.uniform(0.5, 1.0)
+            backoff = BackoffPolicy(
+                first=self._first_backoff_s, cap=MAX_BACKOFF_S, jitter=Jitter.EQUAL
+            )
+            retry_at = clock() + backoff.delay(attempts, self._jitter)
         outbox.failed(webhook.seq, error, retry_at, clock())
 
     async def _post(

@@ -23,7 +23,7 @@ from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
-from application.backoff import doubled
+from application.backoff import BackoffPolicy, Jitter
 from entrypoints.config.masking import masked
 from entrypoints.config.settings import ConfigError, Settings
 from entrypoints.runtime import bootstrap, preflight
@@ -32,6 +32,8 @@ from entrypoints.runtime.provider_urls import sandbox_plays
 from entrypoints.runtime.watched import ServerGaveUpError, WatchedServer
 
 MAX_BACKOFF_S = 10.0
+# A dying role waits 0.5 s, then twice as long each time, 10 s at most.
+RESTART_BACKOFF = BackoffPolicy(first=0.5, cap=MAX_BACKOFF_S, jitter=Jitter.NONE)
 STABLE_S = 60.0  # a role that ran this long before it crashed starts its pauses anew
 TICK_S = 0.2
 
@@ -182,7 +184,7 @@ def _supervise(child: Child) -> None:
         return
     if now - child.started_at > STABLE_S:
         child.restarts = 0  # yesterday's crashes do not lengthen today's pause
-    delay = doubled(0.5, child.restarts, MAX_BACKOFF_S)
+    delay = RESTART_BACKOFF.delay(child.restarts + 1)
     name = " ".join(child.role.argv)
     _say(f"{name} exited ({child.proc.returncode}); restarting in {delay:.1f}s")
     child.restart_at = now + delay
