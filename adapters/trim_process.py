@@ -1,6 +1,6 @@
 """`club trim`: retention as a long-running role, or one pass for cron (`--once`).
 
-Each pass removes what is past its store's retention (entrypoints/config/retention.py):
+Each pass removes what is past its store's retention (application/retention.py):
 inbox rows (after moving each consumer's horizon past them), stored answers to
 Idempotency-Keys, and export files. The streams need no pass: JetStream drops their
 old messages itself (`max_age`, set by `club migrate`). Why a role of its own:

@@ -21,6 +21,7 @@ from entrypoints.config.masking import masked
 from entrypoints.config.settings import (
     ConfigError,
     Settings,
+    stream_retention,
 )
 from entrypoints.ops import dlq, status, trace
 from entrypoints.runtime import bootstrap
@@ -81,7 +82,9 @@ def _up(settings: Settings, _: argparse.Namespace) -> int:
 
 
 def _migrate(settings: Settings, _: argparse.Namespace) -> int:
-    bootstrap.migrate(*settings.require_services(), settings.retention.streams())
+    bootstrap.migrate(
+        *settings.require_services(), stream_retention(settings.retention)
+    )
     print("club: database and streams are up to date")
     return 0
 

@@ -12,15 +12,15 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from adapters.nats.streams import DUPLICATE_WINDOW_S
+from adapters.nats.streams import DUPLICATE_WINDOW_S, StreamRetention
 from adapters.providers.http_client import check_proxy
+from application import retention
 from application.contracts.events import READERS
 from application.dlq_owners import RELAY_DLQ, DlqOwners, OwnerRulesError
+from application.retention import Retention, RetentionError
 from application.saga import SagaPolicy
-from entrypoints.config import retention
 from entrypoints.config.catalogue import CONSUMERS
 from entrypoints.config.masking import masked
-from entrypoints.config.retention import Retention, RetentionError
 
 
 class ConfigError(ValueError):
@@ -60,7 +60,7 @@ class Settings:
     metrics_port: int | None = None
     # Who answers for each consumer's dead letters (CLUB_DLQ_OWNERS).
     dlq_owners: DlqOwners = attrs.Factory(DlqOwners)
-    # How long each store keeps what it holds, tied together (config/retention.py).
+    # How long each store keeps what it holds, tied together (application/retention.py).
     retention: Retention = attrs.Factory(Retention)
 
     @classmethod
@@ -150,6 +150,14 @@ def _retention(env: Mapping[str, str]) -> Retention:
     if problem := chosen.problem(DUPLICATE_WINDOW_S):
         raise ConfigError(problem)
     return chosen
+
+
+def stream_retention(chosen: Retention) -> StreamRetention:
+    """The streams' max_age as the broker takes it: CLUB_EVENTS keeps the stream
+    retention, CLUB_DLQ and CLUB_REPLAY the dead letters'."""
+    return StreamRetention(
+        events_s=chosen.stream_s, dead_letters_s=chosen.dead_letters_s
+    )
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

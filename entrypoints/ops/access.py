@@ -26,7 +26,7 @@ import attrs
 import structlog
 from fastapi import Depends, HTTPException, Request
 
-from entrypoints.config.retention import Retention
+from application.retention import Retention
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.ops.session import (
     COOKIE,

@@ -29,9 +29,9 @@ from adapters.postgres.status import (
     StateCount,
 )
 from application.capacity import plan, verdict
+from application.retention import Retention
 from entrypoints.config.catalogue import NOTIFICATIONS, PROJECTIONS, WORK_CLASSES
 from entrypoints.config.container import Container
-from entrypoints.config.retention import Retention
 
 
 @attrs.frozen(kw_only=True)

@@ -19,8 +19,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from application.retention import shown
 from entrypoints.config.container import Container
-from entrypoints.config.retention import shown
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.ops import capacity as capacity_cli
 from entrypoints.ops.chain_status import (

@@ -25,7 +25,7 @@ from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
 from application.backoff import BackoffPolicy, Jitter
 from entrypoints.config.masking import masked
-from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.config.settings import ConfigError, Settings, stream_retention
 from entrypoints.runtime import bootstrap, preflight
 from entrypoints.runtime.metrics_server import port_env, role_ports, where_served
 from entrypoints.runtime.provider_urls import sandbox_plays
@@ -99,7 +99,7 @@ def _up(settings: Settings) -> int:
             database_url = pg.start()
         nats_urls = _nats_urls(settings, servers)
         bootstrap.migrate(
-            database_url, nats_urls["admin"], settings.retention.streams()
+            database_url, nats_urls["admin"], stream_retention(settings.retention)
         )
         base = os.environ | {
             "CLUB_DATABASE_URL": database_url,

@@ -12,7 +12,7 @@ from adapters.nats.streams import (
     connect,
     ensure_streams,
 )
-from entrypoints.config.settings import Settings
+from entrypoints.config.settings import Settings, stream_retention
 from entrypoints.runtime import bootstrap
 
 STREAMS = (EVENTS_STREAM, DLQ_STREAM, REPLAY_STREAM)
@@ -33,9 +33,11 @@ async def _ensure_then_read(
 
 
 def test_max_age_is_set_kept_and_updated(nats_url: str) -> None:
-    chosen = Settings.from_env(
-        {"CLUB_STREAM_RETENTION": "2d", "CLUB_DLQ_RETENTION": "3d"}
-    ).retention.streams()
+    chosen = stream_retention(
+        Settings.from_env(
+            {"CLUB_STREAM_RETENTION": "2d", "CLUB_DLQ_RETENTION": "3d"}
+        ).retention
+    )
     made = asyncio.run(_ensure_then_read(nats_url, chosen))
     assert made == {
         EVENTS_STREAM: 2 * 86_400,
@@ -56,7 +58,7 @@ def test_max_age_is_set_kept_and_updated(nats_url: str) -> None:
 
 def test_migrate_applies_the_settings_retention(database_url, nats_url) -> None:
     retention = Settings.from_env({}).retention
-    bootstrap.migrate(database_url, nats_url, retention.streams())
+    bootstrap.migrate(database_url, nats_url, stream_retention(retention))
     found = asyncio.run(_ensure_then_read(nats_url, None))
     assert found[EVENTS_STREAM] == retention.stream_s
     assert found[DLQ_STREAM] == found[REPLAY_STREAM] == retention.dead_letters_s

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.nats.streams import DUPLICATE_WINDOW_S
-from entrypoints.config.retention import (
+from application.retention import (
     DAY_S,
     KEY_REUSE_WINDOW_S,
     Retention,

@@ -1,5 +1,9 @@
 """How long each store keeps what it holds, and the rule that ties them together.
 
+A business rule, pure: `entrypoints.config.settings` reads the settings into a
+`Retention` and refuses a broken tie at start-up; `stream_retention` there turns it
+into the broker's stream settings.
+
 Read from CLUB_*_RETENTION (README.md, "Configuration"); a duration always carries
 its unit (`7d`, `36h`, `90m`, `600s`), because a bare `7` meaning seven days to one
 reader and seven seconds to the stream would drop every event after seven seconds.
@@ -20,8 +24,6 @@ import math
 import re
 
 import attrs
-
-from adapters.nats.streams import StreamRetention
 
 DAY_S = 86_400.0
 # docs/http-api.md §6 "Retention": a retry with the same key within this window
@@ -51,11 +53,6 @@ class Retention:
     inbox_s: float = 30 * DAY_S  # a consumer's memory of what it applied
     answers_s: float = 7 * DAY_S  # stored answers to Idempotency-Keys
     exports_s: float = DAY_S  # export files (rosters name people: not for long)
-
-    def streams(self) -> StreamRetention:
-        return StreamRetention(
-            events_s=self.stream_s, dead_letters_s=self.dead_letters_s
-        )
 
     def redelivery_window_s(self, duplicate_window_s: float) -> float:
         """The longest time after an event was first stored in which a copy of it
