@@ -2,10 +2,14 @@
 
 Only the relay may publish on `club.events.>`: a published event is a fact every read
 model applies, so anyone else who could publish there could forge one. A consumer may
-create and pull its own durable, ack, and dead-letter; the API only reads JetStream's
-state (readiness, status); `admin` (migrations, audit) manages streams but may not
-publish events. Replies come back on `_INBOX.>`, so every user that makes a request
-subscribes there.
+create and pull its own durable, ack, and dead-letter into its own DLQ subject only
+(a dead letter is handed back to the consumer it names when an operator replays it,
+so one consumer writing another's would be a forged event for that one); the API
+reads JetStream's state (readiness, status) and replays dead letters for the
+operator's page; `admin` (migrations, audit, `club dlq`) manages streams but may not
+publish events. Replies — and pulled messages — come back on the client's inbox:
+each user has its own prefix (`_INBOX.<user>`, set by `streams.connect`) and may
+subscribe there only, so no role reads another's replies or messages.
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ import attrs
 from adapters.nats.dlq import replay_durable
 from adapters.nats.streams import (
     DLQ_STREAM,
-    DLQ_SUBJECTS,
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
     REPLAY_STREAM,
+    REPLAY_SUBJECTS,
+    dead_letter_subject,
+    inbox_prefix,
 )
 
-REPLIES = "_INBOX.>"
+
+def replies(user: str) -> str:
+    return f"{inbox_prefix(user)}.>"
 
 
 @attrs.frozen
@@ -42,7 +50,9 @@ def admin_user() -> NatsUser:
 
 
 def api_user() -> NatsUser:
-    """Readiness and status read JetStream's state; reading is all it may do."""
+    """Readiness and status read JetStream's state; the operator's page replays a
+    dead letter: hands it back on CLUB_REPLAY, then deletes it from the DLQ. It may
+    publish no event and no dead letter."""
     reads = (
         "$JS.API.INFO",
         "$JS.API.STREAM.INFO.*",
@@ -50,20 +60,23 @@ def api_user() -> NatsUser:
         f"$JS.API.STREAM.MSG.GET.{DLQ_STREAM}",  # the DLQ's oldest entries (metrics)
         f"$JS.API.STREAM.MSG.GET.{EVENTS_STREAM}",  # oldest unacked event (status)
     )
-    return NatsUser("api", publish=reads, subscribe=(REPLIES,))
+    replay = (REPLAY_SUBJECTS, f"$JS.API.STREAM.MSG.DELETE.{DLQ_STREAM}")
+    return NatsUser("api", publish=(*reads, *replay), subscribe=(replies("api"),))
 
 
 def relay_user() -> NatsUser:
     # A PubAck is the reply to the publish itself: no JetStream API is needed.
     # It also dead-letters the stored events it cannot map (club.dlq.relay).
     return NatsUser(
-        "relay", publish=(EVENTS_SUBJECTS, "club.dlq.relay"), subscribe=(REPLIES,)
+        "relay",
+        publish=(EVENTS_SUBJECTS, dead_letter_subject("relay")),
+        subscribe=(replies("relay"),),
     )
 
 
 def consumer_user(durable: str) -> NatsUser:
     """A projector or worker: its own durable on CLUB_EVENTS, its replay durable on
-    CLUB_REPLAY (what `club dlq replay` hands back to it), and the DLQ."""
+    CLUB_REPLAY (what `club dlq replay` hands back to it), and its own DLQ subject."""
     api = "$JS.API.CONSUMER"
     own = (f"{EVENTS_STREAM}.{durable}", f"{REPLAY_STREAM}.{replay_durable(durable)}")
     pulls = [
@@ -78,8 +91,11 @@ def consumer_user(durable: str) -> NatsUser:
             f"$JS.ACK.{durable_on_stream}.>",  # ack, nak, term of what it pulled
         )
     ]
+    user = f"consumer-{durable}"
     return NatsUser(
-        f"consumer-{durable}", publish=(*pulls, DLQ_SUBJECTS), subscribe=(REPLIES,)
+        user,
+        publish=(*pulls, dead_letter_subject(durable)),
+        subscribe=(replies(user),),
     )
 
 

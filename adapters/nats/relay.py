@@ -34,6 +34,7 @@ from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
+from adapters.nats.streams import dead_letter_subject
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
 from adapters.postgres.recorder import select_notifications_of
 from adapters.reasons import describe, one_line
@@ -255,7 +256,7 @@ class Relay:
             DEAD_LETTERS.labels(consumer=RELAY_DLQ, reason="unmappable").inc()
             futures.append(
                 await self._js.publish_async(
-                    f"club.dlq.{RELAY_DLQ}",
+                    dead_letter_subject(RELAY_DLQ),
                     n.state,
                     headers={
                         "Nats-Msg-Id": f"{RELAY_DLQ}:{n.id}",

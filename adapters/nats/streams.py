@@ -8,6 +8,7 @@ import dataclasses
 import os
 from collections.abc import Awaitable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import attrs
 import nats
@@ -29,6 +30,19 @@ EVENTS_STREAM = "CLUB_EVENTS"
 EVENTS_SUBJECTS = "club.events.>"
 DLQ_STREAM = "CLUB_DLQ"
 DLQ_SUBJECTS = "club.dlq.>"
+
+
+def inbox_prefix(user: str | None) -> str:
+    """Where a client's replies and pulled messages arrive: under its user's own
+    prefix, the only inbox its user may read (adapters/nats/authorization.py)."""
+    return f"_INBOX.{user}" if user else "_INBOX"
+
+
+def dead_letter_subject(consumer: str) -> str:
+    """Where `consumer`'s dead letters go, and the only DLQ subject it may write."""
+    return f"club.dlq.{consumer}"
+
+
 # What `club dlq replay` hands back, one subject per consumer (adapters/nats/dlq.py).
 REPLAY_STREAM = "CLUB_REPLAY"
 REPLAY_SUBJECTS = "club.replay.>"
@@ -86,10 +100,13 @@ async def connect(url: str, name: str) -> Client:
             refused.set_exception(CredentialsRefusedError(str(error)))
         log.warning("nats.error", client=name, error=str(error))
 
+    servers = [s.strip() for s in url.split(",")]
+    user = urlsplit(servers[0]).username
     connecting: asyncio.Future[Client] = asyncio.ensure_future(
         nats.connect(
-            servers=[s.strip() for s in url.split(",")],
+            servers=servers,
             name=name,
+            inbox_prefix=inbox_prefix(unquote(user) if user else None),
             max_reconnect_attempts=-1,  # a broker restart is waited out, not fatal
             reconnect_time_wait=0.5,
             connect_timeout=5,

@@ -17,10 +17,15 @@ import attrs
 from nats.js import JetStreamContext
 
 from adapters.exports.retention import ExportFiles, export_files_size
+from adapters.nats.chain_lags import (
+    ConsumerHop,
+    StreamSize,
+    consumer_hops,
+    stream_sizes,
+)
 from adapters.nats.dlq_metrics import DlqHop, dlq_hops
-from adapters.nats.status import ConsumerHop, StreamSize, consumer_hops, stream_sizes
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM
-from adapters.postgres.status import (
+from adapters.postgres.chain_counts import (
     RATE_WINDOW_S,
     DeadlinesHop,
     OutboxHop,

@@ -17,7 +17,7 @@ from eventsourcing.persistence import Notification
 from nats.js import JetStreamContext
 
 from adapters.nats.streams import EVENTS_SUBJECTS
-from adapters.nats.trace import (
+from adapters.nats.trace_messages import (
     DurableView,
     durable_views,
     find_message,
@@ -26,12 +26,10 @@ from adapters.nats.trace import (
     subject_matches,
 )
 from adapters.postgres.saga_feed import WAKING_TOPICS
-from adapters.postgres.trace import InboxRow, PostgresTrace
+from adapters.postgres.trace_records import InboxRow, PostgresTrace
 from application.contracts.mapping import to_envelope
 from application.exports import get_export
-from application.notifications import request_for
-from application.purchases import Purchases
-from application.trace import (
+from application.next_steps import (
     ConsumerFact,
     EventFact,
     ExportFact,
@@ -40,6 +38,8 @@ from application.trace import (
     Trace,
     next_steps,
 )
+from application.notifications import request_for
+from application.purchases import Purchases
 from domain.export import Export
 from entrypoints.config.catalogue import PROJECTIONS, WORK_CLASSES
 from entrypoints.config.container import Container

@@ -26,7 +26,7 @@ from adapters.metrics import (
 )
 from adapters.nats.relay import Relay
 from adapters.nats.streams import EVENTS_STREAM
-from adapters.postgres.status import PostgresStatus
+from adapters.postgres.chain_counts import PostgresStatus
 from entrypoints.config.container import Container
 from entrypoints.runtime.metrics_server import Refresh
 

@@ -8,7 +8,9 @@ import asyncio
 import stat
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import nats
 import nats.errors
@@ -18,7 +20,15 @@ from nats.aio.client import Client
 from adapters.embedded.nats import EmbeddedNats
 from adapters.nats.authorization import authorization_block, role_users
 from adapters.nats.consumer import ConsumerRunner
-from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
+from adapters.nats.dlq import DeadLetter, dead_letters
+from adapters.nats.replay import ReplayReport, ReplayRequest, replay
+from adapters.nats.streams import (
+    EVENTS_STREAM,
+    connect,
+    ensure_streams,
+    inbox_prefix,
+)
+from adapters.postgres.database import create_engine
 from entrypoints.runtime import bootstrap
 from tests.stack import club_env
 
@@ -41,10 +51,30 @@ async def _streams(url: str) -> None:
 
 
 async def _client(url: str, errors: list[Exception]) -> Client:
+    """A client as Club's roles make one: replies under its user's own inbox."""
+
     async def collect(e: Exception) -> None:
         errors.append(e)
 
-    return await nats.connect(url, error_cb=collect, allow_reconnect=False)
+    user = urlsplit(url).username
+    return await nats.connect(
+        url, error_cb=collect, allow_reconnect=False, inbox_prefix=inbox_prefix(user)
+    )
+
+
+async def _violations(
+    url: str, act: Callable[[Client], Awaitable[object]]
+) -> list[Exception]:
+    """What the server refused while `act` ran with `url`'s credentials."""
+    errors: list[Exception] = []
+    nc = await _client(url, errors)
+    try:
+        await act(nc)
+        await nc.flush()
+        await asyncio.sleep(0.3)  # the server's -ERR arrives after the PONG
+    finally:
+        await nc.close()
+    return [e for e in errors if "permissions violation" in str(e).lower()]
 
 
 async def _stored(url: str) -> int:
@@ -194,3 +224,110 @@ def test_a_role_with_a_wrong_password_says_so_and_exits(
     assert answer.returncode == 2, answer.stderr
     assert "NATS refused the user and password in CLUB_NATS_URL" in answer.stderr
     assert "not-the-password" not in answer.stderr + answer.stdout
+
+
+def _publish(subject: str) -> Callable[[Client], Awaitable[object]]:
+    return lambda nc: nc.publish(subject, b"{}")
+
+
+def _subscribe(subject: str) -> Callable[[Client], Awaitable[object]]:
+    return lambda nc: nc.subscribe(subject)
+
+
+@pytest.mark.parametrize(
+    ("user", "subject"),
+    [
+        ("consumer-statistics", "club.dlq.notifications"),  # another's dead letter
+        ("consumer-statistics", "club.dlq.relay"),
+        ("consumer-notifications", "club.dlq.rosters"),
+        ("relay", "club.dlq.statistics"),
+        ("api", "club.dlq.statistics"),
+        ("consumer-statistics", "club.replay.statistics.x"),  # a forged hand-back
+        ("relay", "club.replay.rosters.x"),
+    ],
+)
+def test_no_user_writes_another_consumers_dead_letters_or_replays(
+    guarded: EmbeddedNats, user: str, subject: str
+) -> None:
+    refused = asyncio.run(_violations(guarded.url_for(user), _publish(subject)))
+    assert len(refused) == 1, (user, subject)
+
+
+@pytest.mark.parametrize(
+    ("user", "subject"),
+    [
+        ("consumer-statistics", "_INBOX.>"),  # every role's replies and messages
+        ("consumer-statistics", "_INBOX.api.>"),
+        ("consumer-statistics", "_INBOX.consumer-notifications.>"),
+        ("api", "_INBOX.relay.>"),
+        ("relay", "_INBOX.>"),
+        ("api", "club.events.>"),
+    ],
+)
+def test_no_user_reads_another_users_inbox(
+    guarded: EmbeddedNats, user: str, subject: str
+) -> None:
+    refused = asyncio.run(_violations(guarded.url_for(user), _subscribe(subject)))
+    assert len(refused) == 1, (user, subject)
+
+
+def test_each_user_reads_its_own_inbox_and_writes_its_own_dead_letters(
+    guarded: EmbeddedNats,
+) -> None:
+    """The control: the rights each role has are granted."""
+    for user, own in [
+        ("consumer-statistics", "club.dlq.statistics"),
+        ("relay", "club.dlq.relay"),
+    ]:
+        url = guarded.url_for(user)
+
+        async def act(nc: Client, own: str = own, user: str = user) -> None:
+            await nc.subscribe(f"{inbox_prefix(user)}.>")
+            original = {"Club-Original-Subject": "club.events.lesson.LessonScheduled"}
+            await nc.publish(own, b"{}", headers=original)  # as a dead letter is
+
+        assert asyncio.run(_violations(url, act)) == [], user
+
+
+def test_the_api_replays_a_dead_letter_for_the_operators_page(
+    guarded: EmbeddedNats, database_url: str
+) -> None:
+    """The page's confirm step, through the real replay, as the API's own user: it
+    hands each entry back on CLUB_REPLAY and deletes it from the DLQ (under `club
+    up` it was refused: a 503, a failed audit row, the entry left in the DLQ)."""
+    bootstrap.migrate_database(database_url)
+    engine = create_engine(database_url, pool_size=1)
+
+    async def run() -> tuple[ReplayReport, list[DeadLetter]]:
+        admin = await connect(guarded.url_for("admin"), name="test-admin")
+        await bootstrap.migrate_broker(admin.jetstream())
+        await admin.close()
+        consumer = await connect(guarded.url_for("consumer-statistics"), name="t")
+        await consumer.jetstream().publish(
+            "club.dlq.statistics",
+            b"{}",
+            headers={
+                "Club-Original-Subject": "club.events.lesson.LessonScheduled",
+                "Club-Reason": "unreadable",
+            },
+        )
+        await consumer.close()
+        api = await connect(guarded.url_for("api"), name="test-api")
+        try:
+            js = api.jetstream()
+            asked = ReplayRequest(
+                consumer="statistics", operator="ops-page", reason="fixed", batch=1000
+            )
+            report = await replay(js, engine, asked)
+            return report, [e async for e in dead_letters(js, "statistics")]
+        finally:
+            await api.close()
+
+    try:
+        report, left = asyncio.run(run())
+    finally:
+        engine.dispose()
+    assert report.outcome == "finished"
+    assert report.replayed >= 1
+    assert report.replayed == len(report.matched)
+    assert left == []

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from adapters.nats.status import consumer_hops
+from adapters.nats.chain_lags import consumer_hops
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from adapters.nats.worker import ensure_worker_consumer
 from entrypoints.runtime.work_classes import NOTIFICATIONS, WORK_CLASSES

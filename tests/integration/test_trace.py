@@ -26,9 +26,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from adapters.nats.trace import Found, find_message
+from adapters.nats.trace_messages import Found, find_message
 from adapters.postgres.tables import inbox, notifications
-from application.trace import OWED_STATES
+from application.next_steps import OWED_STATES
 from tests.api_client import ClubClient, bearer
 from tests.integration.helpers import with_js
 from tests.stack import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from adapters.nats.status import ConsumerHop
-from adapters.postgres.status import Rates
+from adapters.nats.chain_lags import ConsumerHop
+from adapters.postgres.chain_counts import Rates
 from entrypoints.ops.chain_status import _delivery
 
 PROMISE_S = 10.0

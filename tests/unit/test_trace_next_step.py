@@ -8,8 +8,8 @@ from uuid import UUID, uuid4
 import attrs
 import pytest
 
-from adapters.nats.trace import subject_matches
-from application.trace import (
+from adapters.nats.trace_messages import subject_matches
+from application.next_steps import (
     ConsumerFact,
     DeadLetterFact,
     EventFact,

@@ -25,7 +25,7 @@ from adapters.postgres.tables import (
     saga_deadlines,
     saga_positions,
 )
-from application.trace import NotificationFact, RelayFact
+from application.next_steps import NotificationFact, RelayFact
 
 
 @attrs.frozen(kw_only=True)

@@ -23,7 +23,7 @@ from nats.js.errors import NotFoundError
 
 from adapters.nats.dlq import dead_letters
 from adapters.nats.streams import EVENTS_STREAM
-from application.trace import DeadLetterFact
+from application.next_steps import DeadLetterFact
 
 READ_BUDGET_S = 1.0  # one request; a user without read access gets only a timeout
 # Events stored concurrently commit in a slightly different order than their
