@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
@@ -73,7 +74,7 @@ class Settings:
             data_dir=Path(env.get("CLUB_DATA_DIR", ".club")).absolute(),
             http_host=env.get("CLUB_HTTP_HOST", "127.0.0.1"),
             http_port=_port(env, "CLUB_HTTP_PORT", 8000),
-            operator_token=env.get("CLUB_OPERATOR_TOKEN") or secrets.token_urlsafe(24),
+            operator_token=_operator_token(env.get("CLUB_OPERATOR_TOKEN") or None),
             hold_seconds=_int(env, "CLUB_HOLD_SECONDS", 900),
             email_provider_url=_email_url(
                 env.get("CLUB_EMAIL_PROVIDER_URL") or DEFAULT_EMAIL_PROVIDER_URL,
@@ -110,6 +111,28 @@ class Settings:
             )
             raise ConfigError(msg)
         return self.database_url, self.nats_url
+
+
+# The operator token opens /ops (status, trace, DLQ replay): at least as long as
+# the one generated (32 URL-safe characters, 192 bits), and a bearer token's
+# characters only (RFC 6750 token68), so it travels in a header unchanged.
+MIN_OPERATOR_TOKEN = 32
+_TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+def _operator_token(given: str | None) -> str:
+    if given is None:
+        return secrets.token_urlsafe(24)
+    if len(given) < MIN_OPERATOR_TOKEN or not _TOKEN68.fullmatch(given):
+        msg = (
+            f"CLUB_OPERATOR_TOKEN must be at least {MIN_OPERATOR_TOKEN} characters "
+            "of A-Z a-z 0-9 - . _ ~ + / (it is "
+            f"{len(given)}{'' if _TOKEN68.fullmatch(given) else ', with others'}); "
+            "unset it to have one generated, or make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
+        raise ConfigError(msg)
+    return given
 
 
 def _dlq_owners(text: str) -> DlqOwners:

@@ -26,7 +26,7 @@ from tests.api_client import bearer
 from tests.servers import scratch_dir
 from tests.stack import running_stack
 
-TOKEN = "operator-secret-token"  # noqa: S105 - a test value
+TOKEN = "operator-secret-token-0123456789abcdef"  # noqa: S105 - a test value
 OPS = OpsConfig(operator_token=TOKEN, promise_seconds=10, email_rate_per_s=100)
 PROBLEM = "application/problem+json"
 LOGIN = ("POST", "/ops/login")  # the one /ops route without the operator policy
@@ -233,7 +233,7 @@ def test_student_routes_need_no_operator_token(app) -> None:
 def test_club_api_serves_ops_status_with_the_token_it_was_started_with(migrated):
     """The real role: `club up` hands the API CLUB_OPERATOR_TOKEN, the token it
     printed; /ops/status and /metrics read the chain through it."""
-    started_with = "token-from-the-environment"
+    started_with = "token-from-the-environment-0123456789"
     logs, env = scratch_dir("club-ops-api-"), {"CLUB_OPERATOR_TOKEN": started_with}
     with running_stack(migrated, logs, ("api",), **env) as stack:
         status = f"{stack.base}/ops/status"

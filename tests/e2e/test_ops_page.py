@@ -32,7 +32,7 @@ from tests.integration.sandbox_process import SandboxProcess
 from tests.servers import scratch_dir
 from tests.stack import FAST_FAULTS, Stack, eventually, running_stack, scratch_for
 
-TOKEN = "page-operator-token-0123456789"  # noqa: S105 - a test value
+TOKEN = "page-operator-token-0123456789abcdef"  # noqa: S105 - a test value
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ARTEFACTS = Path(__file__).resolve().parents[2] / "test-artefacts"

@@ -40,7 +40,7 @@ from tests.stack import (
     scratch_for,
 )
 
-TOKEN = "trace-test-operator-token"  # noqa: S105 - a test value
+TOKEN = "trace-test-operator-token-0123456789"  # noqa: S105 - a test value
 DLQ_OWNER = "team-enrolment-mail"
 WORKER = "the notifications worker pool (durable `notifications` on CLUB_EVENTS)"
 
