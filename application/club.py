@@ -24,7 +24,6 @@ from application.group_commit import GroupCommit
 from application.idempotency import (
     Answer,
     AnswerFor,
-    AnswerStore,
     KeyReusedError,
     Recorded,
     Request,
@@ -33,7 +32,7 @@ from application.idempotency import (
     request_id,
 )
 from application.ids import enrollment_id_for
-from application.ports import StudentDirectory
+from application.ports import AnswerStore, StudentDirectory
 from domain.enrollment import Enrollment
 from domain.errors import DomainError, EnrollmentCancelledError
 from domain.lesson import Lesson

@@ -14,7 +14,6 @@ which of the three classes that is, because the worker's next step depends on it
 from __future__ import annotations
 
 import enum
-from typing import Protocol
 
 import attrs
 
@@ -61,20 +60,6 @@ class DeliveryStatus(enum.Enum):
     ACCEPTED = "accepted"  # the provider holds a message under this key
     NOT_FOUND = "not-found"  # the provider checked: nothing was accepted under it
     UNKNOWN = "unknown"  # the provider cannot say (SMTP has no lookup): decide
-
-
-class EmailProvider(Protocol):
-    """Sends under an idempotency key derived from the event id, so every retry
-    and redelivery of one notification names the same message."""
-
-    def send(self, message: OutgoingEmail, idempotency_key: str) -> SendResult:
-        """Raises one of the three `EmailSendError` subclasses on failure."""
-        ...
-
-    def status(self, idempotency_key: str) -> DeliveryStatus:
-        """Raises only `TransientSendError` when the lookup itself fails (any
-        status, any transport error): a failed lookup proves nothing either way."""
-        ...
 
 
 class EmailSendError(Exception):

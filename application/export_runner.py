@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Protocol
 from uuid import UUID
 
 import attrs
@@ -27,26 +26,12 @@ from application.club import ClubApplication
 from application.errors import NotFoundError
 from application.exports import get_export
 from application.notifications import Done, GiveUp, Outcome, Retry, RetryPolicy
+from application.ports import ExportFiles, StudentNames
 from domain.export import Export
 from domain.lesson import Lesson
 
 HEADER = ("enrollment_id", "student_id", "name")
 FINISH_ATTEMPTS = 5  # racing runs of one export are few: a redelivery or two
-
-
-class StudentNames(Protocol):
-    def names(self, student_ids: Sequence[str]) -> dict[str, str]:
-        """Each known student's name; an erased profile is simply absent."""
-        ...
-
-
-class ExportFiles(Protocol):
-    def write(
-        self, export_id: UUID, header: Sequence[str], rows: Sequence[Sequence[str]]
-    ) -> str:
-        """Write the whole file, durably, under its final name; return that name.
-        Raises OSError when it cannot (a full disk, a missing directory)."""
-        ...
 
 
 # Told when an export starts past the work class's age limit: (export id, age s).

@@ -20,12 +20,12 @@ from application.errors import ContentionError, NotFoundError
 from application.idempotency import (
     Answer,
     AnswerFor,
-    AnswerStore,
     Request,
     replay,
     request_id,
 )
 from application.ids import CLUB_NS
+from application.ports import AnswerStore
 from domain.export import Export
 
 OPERATION = "operation"  # what a missing export is called to the client

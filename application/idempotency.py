@@ -9,8 +9,8 @@ answers what the first one committed. There is no claim to expire, renew or rele
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 
@@ -61,21 +61,6 @@ RequestId = tuple[str, str]  # (scope, key)
 
 def request_id(request: Request) -> RequestId:
     return request.scope, request.key
-
-
-class AnswerStore(Protocol):
-    """Where answers live. Answers with events are written by the event store's
-    recorder in the events' transaction (`save(..., answers=...)`); this port reads
-    them, and stores the answers of requests that changed nothing."""
-
-    def find(self, requests: Sequence[Request]) -> dict[RequestId, Recorded]: ...
-
-    def record(
-        self, answers: Sequence[tuple[Request, Answer]]
-    ) -> dict[RequestId, Recorded]:
-        """Store answers that come without events. Returns what is stored for each
-        request: its own answer, or the first one if a racing attempt answered it."""
-        ...
 
 
 def replay(request: Request, recorded: Recorded) -> Answer:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol
 from uuid import UUID
 
 import attrs
@@ -39,7 +38,6 @@ from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfir
 from application.contracts.mapping import decode
 from application.contracts.purchase_events import PURCHASE_VERSIONS
 from application.email import (
-    EmailProvider,
     OutcomeUnknownError,
     OutgoingEmail,
     PermanentSendError,
@@ -70,10 +68,15 @@ from application.notification_decision import (
     decide,
 )
 from application.notification_kind import PURCHASE_KINDS, Kind
+from application.notification_record import Notification, NotificationRequest
 from application.personal_data import scrubbed, without_addresses
-from application.ports import StudentDirectory
-from application.purchase_emails import (
+from application.ports import (
+    EmailProvider,
+    NotificationStore,
     PurchaseLookup,
+    StudentDirectory,
+)
+from application.purchase_emails import (
     PurchaseNotice,
     purchase_notice,
     purchase_text,
@@ -82,59 +85,9 @@ from domain.student import StudentProfile
 
 
 @attrs.frozen(kw_only=True)
-class NotificationRequest:
-    """What an event asks for: ids only (events carry no addresses or names)."""
-
-    event_id: UUID
-    kind: Kind
-    enrollment_id: UUID  # for a purchase's e-mail: the seat it buys (PurchaseFacts)
-    lesson_id: UUID
-    student_id: str
-    # An operator replayed it from the DLQ, and this is the replay's first
-    # delivery: try afresh (adapters/nats/worker.py decides).
-    replayed: bool = False
-    amount_cents: int | None = None  # a purchase's e-mail: the money it is about
-
-
-@attrs.frozen(kw_only=True)
-class Notification:
-    event_id: UUID
-    kind: Kind
-    enrollment_id: UUID
-    state: State
-    attempts: int = 0
-    last_error: str | None = None
-    sent_at: datetime | None = None
-
-
-@attrs.frozen(kw_only=True)
 class LessonFacts:
     title: str
     starts_at: datetime
-
-
-class NotificationStore(Protocol):
-    def open(self, request: NotificationRequest) -> Notification:
-        """The notification's row, created `pending` on first sight."""
-        ...
-
-    def open_sending(self, request: NotificationRequest) -> bool:
-        """A first sight's row, created already `sending` at attempt 1 (committed
-        when this returns): True. False, and nothing changed, when the
-        notification was seen before."""
-        ...
-
-    def mark(
-        self,
-        event_id: UUID,
-        state: State,
-        *,
-        attempts: int | None = None,
-        error: str | None = None,
-        provider_id: str | None = None,
-    ) -> None:
-        """Record a state (committed when this returns); `sent` stamps `sent_at`."""
-        ...
 
 
 @attrs.frozen
@@ -409,12 +362,12 @@ def _said(error: Exception, profile: StudentProfile | None = None) -> str:
     return scrubbed(str(error), email=profile.email, name=profile.name)
 
 
-# `Kind` lives in its own module (purchase_emails needs it too); stores read it here.
+# `Kind` lives in its own module (purchase_emails needs it too), the row and the
+# request in theirs (the store's port speaks them); stores read them here.
 __all__ = [
     "Kind",
     "Notification",
     "NotificationRequest",
-    "NotificationStore",
     "Notifier",
     "State",
     "compose",

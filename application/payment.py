@@ -1,4 +1,4 @@
-"""The payment provider port: charges, refunds, lookups, and how failures rank.
+"""The payment provider's values: charges, refunds, lookups, and how failures rank.
 
 As with e-mail (`application.email`), adapters only report *what happened* (an HTTP
 status, a decline reason, how far a request got); the functions here decide, in one
@@ -18,7 +18,6 @@ The webhooks the provider sends, and their signatures, are in
 from __future__ import annotations
 
 import enum
-from typing import Protocol
 
 import attrs
 
@@ -71,32 +70,6 @@ class Refund:
     status: RefundStatus
     amount_cents: int
     replayed: bool = False
-
-
-class PaymentProvider(Protocol):
-    """Every call carries an idempotency key that the caller keeps (recorded as an
-    intent first), so a retry after any failure names the same charge or refund."""
-
-    def charge(
-        self, reference: str, amount_cents: int, idempotency_key: str
-    ) -> Payment:
-        """PENDING or CAPTURED; a decline raises `PaymentDeclinedError`, other
-        failures one of the three `PaymentError` classes."""
-        ...
-
-    def status(self, idempotency_key: str) -> PaymentStatus:
-        """Raises only `TransientPaymentError` when the lookup itself fails."""
-        ...
-
-    def refund(
-        self, payment_id: str, amount_cents: int, idempotency_key: str
-    ) -> Refund:
-        """Raises one of the three `PaymentError` classes on failure."""
-        ...
-
-    def refund_status(self, idempotency_key: str) -> RefundStatus:
-        """Raises only `TransientPaymentError` when the lookup itself fails."""
-        ...
 
 
 class PaymentError(Exception):

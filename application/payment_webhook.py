@@ -3,12 +3,8 @@
 Signed like Stripe's: `Club-Signature: t=<unix seconds>,v1=<hex>`, the HMAC-SHA256
 of `f"{t}.{body}"` under the shared secret, refused when `t` is further from now
 than the tolerance, so a captured webhook cannot be replayed later. Verify the
-signature over the raw body first, then read it with `Webhook.from_json`.
-
-`receive_webhook` is the use case a verified, parsed webhook goes through: its fact
-is recorded through the purchase's use cases (which recognise a repeated fact), then
-its event id is kept with what it did, so a redelivery is answered from the first.
-What happens next — access, a refund, an offer — is the saga's decision.
+signature over the raw body first, then read it with `Webhook.from_json`; the use
+case a parsed webhook goes through is `application.webhook_receipt.receive_webhook`.
 """
 
 from __future__ import annotations
@@ -19,17 +15,11 @@ import hmac
 import json
 import time
 from datetime import datetime
-from typing import Protocol
-from uuid import UUID
 
 import attrs
 
 from application.email import MAX_KEY_LENGTH, check_key
-from application.errors import NotFoundError
 from application.payment_amount import check_amount
-from application.purchase_view import PurchaseView
-from application.purchases import purchase_id_from_key
-from domain.errors import DomainError
 
 SIGNATURE_HEADER = "Club-Signature"
 SIGNATURE_TOLERANCE_S = 300  # Stripe's default: five minutes either way
@@ -145,114 +135,3 @@ def verify_signature(
 def _digest(secret: str, body: bytes, timestamp: int) -> str:
     signed = str(timestamp).encode() + b"." + body
     return hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-
-
-class PurchaseFacts(Protocol):
-    """The purchase's use cases a webhook's fact goes through (`Purchases`)."""
-
-    def record_payment_captured(
-        self, purchase_id: UUID, *, payment_id: str, amount_cents: int
-    ) -> PurchaseView: ...
-
-    def record_payment_declined(
-        self, purchase_id: UUID, *, reason: str
-    ) -> PurchaseView: ...
-
-    def record_refunded(self, purchase_id: UUID, *, refund_id: str) -> PurchaseView: ...
-
-
-class WebhookRecords(Protocol):
-    """Each provider event id once, with what its first delivery did."""
-
-    def outcome_of(self, event_id: str) -> str | None:
-        """The words kept with this event id; None: not seen yet."""
-        ...
-
-    def accept(
-        self, *, event_id: str, type_: str, purchase_id: UUID | None, outcome: str
-    ) -> str:
-        """Keep the event id and wake its purchase, in one transaction; returns the
-        words kept first (a racing redelivery may have written them)."""
-        ...
-
-
-class Handled(enum.Enum):
-    """What one delivery of a webhook did."""
-
-    RECORDED = "recorded"  # the purchase took the fact
-    REFUSED = "refused"  # the purchase refused it: kept, since a resend cannot help
-    NO_SUCH_PURCHASE = "no such purchase"  # the key names no purchase of ours
-    DUPLICATE = "duplicate"  # a redelivery: nothing done, the first one's words
-
-
-@attrs.frozen(kw_only=True)
-class WebhookOutcome:
-    """`outcome` is the words kept with the event id (the first delivery's for a
-    duplicate); `refusal` is the rule's words when the purchase refused the fact."""
-
-    event_id: str
-    handled: Handled
-    outcome: str
-    refusal: str | None = None
-
-    @property
-    def duplicate(self) -> bool:
-        return self.handled is Handled.DUPLICATE
-
-
-def receive_webhook(
-    webhook: Webhook, *, purchases: PurchaseFacts, records: WebhookRecords
-) -> WebhookOutcome:
-    """Record the fact a verified webhook reports, once per event id. A fact the
-    purchase refuses is kept as the outcome (the provider cannot make it right by
-    resending); a key that names no purchase of ours records nothing."""
-    first = records.outcome_of(webhook.event_id)
-    if first is not None:
-        return WebhookOutcome(
-            event_id=webhook.event_id, handled=Handled.DUPLICATE, outcome=first
-        )
-    purchase_id = purchase_id_from_key(webhook.idempotency_key)
-    handled, words, refusal = _record_fact(purchases, webhook, purchase_id)
-    if handled is Handled.NO_SUCH_PURCHASE:
-        purchase_id = None
-    stored = records.accept(
-        event_id=webhook.event_id,
-        type_=webhook.type.value,
-        purchase_id=purchase_id,
-        outcome=words,
-    )
-    if stored != words:  # a racing redelivery kept its words first
-        return WebhookOutcome(
-            event_id=webhook.event_id, handled=Handled.DUPLICATE, outcome=stored
-        )
-    return WebhookOutcome(
-        event_id=webhook.event_id, handled=handled, outcome=words, refusal=refusal
-    )
-
-
-def _record_fact(
-    purchases: PurchaseFacts, webhook: Webhook, purchase_id: UUID | None
-) -> tuple[Handled, str, str | None]:
-    """What the fact did, the words kept for it, and the rule's refusal if any."""
-    if purchase_id is None:
-        return Handled.NO_SUCH_PURCHASE, Handled.NO_SUCH_PURCHASE.value, None
-    try:
-        if webhook.type is WebhookType.PAYMENT_CAPTURED:
-            view = purchases.record_payment_captured(
-                purchase_id,
-                payment_id=webhook.payment_id,
-                amount_cents=webhook.amount_cents,
-            )
-        elif webhook.type is WebhookType.PAYMENT_DECLINED:
-            view = purchases.record_payment_declined(
-                purchase_id, reason="the provider reported a decline"
-            )
-        else:
-            view = purchases.record_refunded(
-                purchase_id, refund_id=webhook.refund_id or webhook.payment_id
-            )
-    except NotFoundError:
-        return Handled.NO_SUCH_PURCHASE, Handled.NO_SUCH_PURCHASE.value, None
-    except DomainError as error:
-        return Handled.REFUSED, f"refused: {error}", str(error)
-    return Handled.RECORDED, f"recorded; purchase {view.status}", None

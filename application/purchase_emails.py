@@ -7,13 +7,10 @@ lesson) at send time, as it reads the student's address at send time.
 
 from __future__ import annotations
 
-from typing import Protocol
 from uuid import UUID
 
 import attrs
-from eventsourcing.application import AggregateNotFoundError
 
-from application.club import ClubApplication
 from application.contracts.purchase_events import (
     HoldExpiredV1,
     PaymentCapturedV1,
@@ -21,15 +18,6 @@ from application.contracts.purchase_events import (
     RefundedV1,
 )
 from application.notification_kind import Kind
-from application.purchases import (
-    Purchases,
-    alternative_id_for,
-    enrollment_id_of,
-    purchase_id_for,
-)
-from domain.enrollment import Enrollment
-
-ALTERNATIVE_REQUEST = "alternative-of-"  # application/purchases.py accept_alternative
 
 
 @attrs.frozen(kw_only=True)
@@ -51,17 +39,6 @@ class PurchaseFacts:
     lesson_id: UUID
     seat_id: UUID  # the enrollment the purchase buys: the row the e-mail files under
     refund_cents: int
-
-
-class PurchaseLookup(Protocol):
-    def facts(self, purchase_id: UUID) -> PurchaseFacts:
-        """Raises NotFoundError for a purchase that was never recorded."""
-        ...
-
-    def bought(self, enrollment_id: UUID) -> bool:
-        """Whether the enrollment is a purchase's seat (its access-granted e-mail
-        already told the student; a second "you are enrolled" would repeat it)."""
-        ...
 
 
 def purchase_notice(
@@ -124,42 +101,3 @@ def purchase_text(
 def format_cents(cents: int) -> str:
     """Whole units and two decimals; the currency is the provider's."""
     return f"{cents // 100}.{cents % 100:02d}"
-
-
-def purchase_facts_from(app: ClubApplication) -> PurchaseLookup:
-    """The notifier's purchase lookup on the Club event store."""
-    return _EventStorePurchases(app)
-
-
-class _EventStorePurchases:
-    def __init__(self, app: ClubApplication) -> None:
-        self._app = app
-        self._purchases = Purchases(app)
-
-    def facts(self, purchase_id: UUID) -> PurchaseFacts:
-        purchase = self._purchases.get(purchase_id)
-        return PurchaseFacts(
-            student_id=purchase.student_id,
-            lesson_id=purchase.lesson_id,
-            seat_id=enrollment_id_of(purchase.id),
-            refund_cents=purchase.refund_cents,
-        )
-
-    def bought(self, enrollment_id: UUID) -> bool:
-        # A purchase's enrollment id is derived from the purchase's, which is
-        # derived from the lesson and the request: derive them again and compare.
-        try:
-            found: object = self._app.repository.get(enrollment_id)
-        except AggregateNotFoundError:
-            return False
-        if not isinstance(found, Enrollment):
-            return False
-        request = found.request_id
-        candidates = [purchase_id_for(found.lesson_id, request)]
-        if request.startswith(ALTERNATIVE_REQUEST):
-            try:
-                old = UUID(request.removeprefix(ALTERNATIVE_REQUEST))
-            except ValueError:
-                return False
-            candidates.append(alternative_id_for(old, found.lesson_id))
-        return any(enrollment_id_of(c) == enrollment_id for c in candidates)

@@ -29,6 +29,7 @@ from domain.purchase import Purchase, Status
 
 MAX_ATTEMPTS = 50
 KEY_PREFIX = "purchase-"
+ALTERNATIVE_REQUEST = "alternative-of-"  # the request id of a consented alternative
 
 # What one step does to a fresh purchase; returns the other aggregates to save.
 Step = Callable[[Purchase], list[Aggregate]]
@@ -252,7 +253,7 @@ class Purchases:
                 purchase_id=new_id,
                 lesson_id=lesson_id,
                 student_id=old.student_id,
-                request_id=f"alternative-of-{old.id}",
+                request_id=f"{ALTERNATIVE_REQUEST}{old.id}",
                 price_cents=lesson.price_cents,
                 now=now,
                 hold=timedelta(minutes=1),  # converted in this same save
@@ -272,7 +273,7 @@ class Purchases:
                 enrollment_id=enrollment_id,
                 lesson_id=lesson_id,
                 student_id=old.student_id,
-                request_id=f"alternative-of-{old.id}",
+                request_id=f"{ALTERNATIVE_REQUEST}{old.id}",
                 lesson_starts_at=lesson.starts_at,
             )
             return [lesson, new, enrollment]

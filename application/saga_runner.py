@@ -21,12 +21,12 @@ from uuid import UUID
 from application.payment import (
     Payment,
     PaymentOutcomeUnknownError,
-    PaymentProvider,
     PaymentStatus,
     PermanentPaymentError,
     RefundStatus,
     TransientPaymentError,
 )
+from application.ports import PaymentProvider
 from application.purchases import Purchases
 from application.saga import (
     CHECK_OWNER,

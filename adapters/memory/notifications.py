@@ -7,7 +7,8 @@ from uuid import UUID
 
 import attrs
 
-from application.notifications import Notification, NotificationRequest, State
+from application.notification_record import Notification, NotificationRequest
+from application.notifications import State
 
 
 class InMemoryNotificationStore:

@@ -16,12 +16,8 @@ from sqlalchemy.dialects.postgresql import Insert, insert
 from adapters.crash import crash_point
 from adapters.postgres.tables import notifications as table
 from adapters.reasons import one_line
-from application.notifications import (
-    Kind,
-    Notification,
-    NotificationRequest,
-    State,
-)
+from application.notification_record import Notification, NotificationRequest
+from application.notifications import Kind, State
 
 
 def _first_sight(state: State, attempts: int) -> Insert:

@@ -19,7 +19,6 @@ from typing import TypeVar
 from adapters.metrics import PROVIDER_CALL
 from application.email import (
     DeliveryStatus,
-    EmailProvider,
     OutcomeUnknownError,
     OutgoingEmail,
     PermanentSendError,
@@ -29,13 +28,13 @@ from application.email import (
 from application.payment import (
     Payment,
     PaymentOutcomeUnknownError,
-    PaymentProvider,
     PaymentStatus,
     PermanentPaymentError,
     Refund,
     RefundStatus,
     TransientPaymentError,
 )
+from application.ports import EmailProvider, PaymentProvider
 
 T = TypeVar("T")
 TRANSIENT = "transient"

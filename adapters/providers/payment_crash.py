@@ -4,13 +4,8 @@ answered, before the saga records the answer (the gap the keys must cover)."""
 from __future__ import annotations
 
 from adapters.crash import crash_point
-from application.payment import (
-    Payment,
-    PaymentProvider,
-    PaymentStatus,
-    Refund,
-    RefundStatus,
-)
+from application.payment import Payment, PaymentStatus, Refund, RefundStatus
+from application.ports import PaymentProvider
 
 
 class CrashPointProvider:

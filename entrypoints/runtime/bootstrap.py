@@ -46,8 +46,7 @@ from adapters.providers.payment_http import HttpPaymentProvider
 from adapters.trim_process import TrimProcess
 from application.club import ClubApplication
 from application.dlq_owners import RELAY_DLQ
-from application.email import EmailProvider
-from application.payment import PaymentProvider
+from application.ports import EmailProvider, PaymentProvider
 from application.purchases import Purchases
 from application.saga_runner import PurchaseSaga
 from entrypoints.config.catalogue import (

@@ -25,8 +25,9 @@ from adapters.postgres.first_failures import FirstFailures
 from application.contracts.envelope import Envelope
 from application.contracts.events import ExportRequestedV1
 from application.contracts.mapping import decode
-from application.export_runner import AgeLimit, ExportFiles, ExportRunner
+from application.export_runner import AgeLimit, ExportRunner
 from application.notifications import Outcome, RetryPolicy
+from application.ports import ExportFiles
 from entrypoints.config.catalogue import EXPORTS, WORK_CLASSES
 from entrypoints.config.container import Container
 from entrypoints.config.settings import exports_dir

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 from adapters.providers.email_http import HttpEmailProvider
 from adapters.providers.email_smtp import SmtpEmailProvider
-from application.email import EmailProvider
+from application.ports import EmailProvider
 from entrypoints.config.settings import LOCAL, SMTP_SCHEMES, Settings
 
 SMTP_PORTS = {"smtp": 25, "smtp+starttls": 587}

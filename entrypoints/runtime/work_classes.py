@@ -20,7 +20,6 @@ from adapters.nats.dead_letters import Owner
 from adapters.nats.worker import Job, Outage, RateLimit, Worker
 from adapters.postgres.first_failures import FirstFailures
 from application.contracts.envelope import Envelope
-from application.email import EmailProvider
 from application.notifications import (
     LessonFacts,
     Notifier,
@@ -28,7 +27,8 @@ from application.notifications import (
     RetryPolicy,
     request_for,
 )
-from application.purchase_emails import purchase_facts_from
+from application.ports import EmailProvider
+from application.purchase_lookup import purchase_facts_from
 from entrypoints.config.catalogue import EXPORTS, NOTIFICATIONS, WORK_CLASSES
 from entrypoints.config.container import Container
 from entrypoints.config.settings import Settings

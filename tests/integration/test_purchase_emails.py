@@ -15,7 +15,7 @@ from adapters.providers.email_http import HttpEmailProvider
 from application.commands import EnrollStudent, ScheduleLesson
 from application.contracts.envelope import Envelope
 from application.notifications import provider_key, request_for
-from application.purchase_emails import purchase_facts_from
+from application.purchase_lookup import purchase_facts_from
 from application.purchases import Purchases, enrollment_id_of
 from domain.student import StudentProfile
 from entrypoints.runtime import work_classes

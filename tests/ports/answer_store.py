@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from application.idempotency import Answer, AnswerStore, Recorded, Request
+from application.idempotency import Answer, Recorded, Request
+from application.ports import AnswerStore
 
 FIRST = Request(scope="POST /x", key="k-1", fingerprint="f-1")
 CREATED = Answer(status_code=201, body={"id": 1}, headers={"location": "/x/1"})

@@ -14,11 +14,11 @@ import pytest
 
 from application.email import (
     DeliveryStatus,
-    EmailProvider,
     OutgoingEmail,
     PermanentSendError,
     TransientSendError,
 )
+from application.ports import EmailProvider
 
 WELCOME = OutgoingEmail(
     to="ann@example.org", subject="You are enrolled", body="Yoga, Tuesday 10:00."

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from uuid import uuid4
 
-from application.notifications import (
-    Kind,
-    NotificationRequest,
-    NotificationStore,
-    State,
-)
+from application.notification_record import NotificationRequest
+from application.notifications import Kind, State
+from application.ports import NotificationStore
 
 
 def _request() -> NotificationRequest:

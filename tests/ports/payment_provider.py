@@ -15,12 +15,12 @@ import pytest
 
 from application.payment import (
     PaymentDeclinedError,
-    PaymentProvider,
     PaymentStatus,
     PermanentPaymentError,
     RefundStatus,
     TransientPaymentError,
 )
+from application.ports import PaymentProvider
 
 
 class PaymentProviderContract:

@@ -23,12 +23,12 @@ from application.email import (
     TransientSendError,
 )
 from application.errors import NotFoundError
+from application.notification_record import NotificationRequest
 from application.notifications import (
     Done,
     GiveUp,
     Kind,
     LessonFacts,
-    NotificationRequest,
     Notifier,
     Retry,
     RetryPolicy,

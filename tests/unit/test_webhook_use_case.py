@@ -5,12 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
-from application.payment_webhook import (
-    Handled,
-    Webhook,
-    WebhookType,
-    receive_webhook,
-)
+from application.payment_webhook import Webhook, WebhookType
+from application.webhook_receipt import Handled, receive_webhook
 from tests.unit.saga_world import World
 
 

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 
 from application.club import EnrollmentView
 from application.commands import CancelEnrollment, EnrollStudent
-from application.notifications import Notification
+from application.notification_record import Notification
 from domain.student import check_student_id
 from entrypoints.http.api_docs import ENROLLMENT_LINKS, merged, problems
 from entrypoints.http.deps import ContainerDep, RequiredIdempotencyKey

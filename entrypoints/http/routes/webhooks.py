@@ -16,15 +16,9 @@ from fastapi.responses import Response
 from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 
-from application.payment_webhook import (
-    SIGNATURE_HEADER,
-    Handled,
-    Webhook,
-    WebhookOutcome,
-    receive_webhook,
-    verify_signature,
-)
+from application.payment_webhook import SIGNATURE_HEADER, Webhook, verify_signature
 from application.purchases import Purchases
+from application.webhook_receipt import Handled, WebhookOutcome, receive_webhook
 from entrypoints.config.container import Container
 from entrypoints.http.api_docs import problems
 from entrypoints.http.deps import ContainerDep
