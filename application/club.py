@@ -60,7 +60,9 @@ class _Enroll:
     answer_for: AnswerFor | None = None
 
 
-Outcome = EnrollmentView | Answer
+# What one enrollment in a group commit ends with: its view, or, when it came with
+# an Idempotency-Key, the answer stored for that key.
+EnrollmentReply = EnrollmentView | Answer
 
 
 def _view(enrollment: Enrollment) -> EnrollmentView:
@@ -86,7 +88,7 @@ class ClubApplication(Application[UUID]):
         super().__init__(env)
         self.students = students
         self.answers = answers
-        self._enrollments: GroupCommit[_Enroll, Outcome] = GroupCommit(
+        self._enrollments: GroupCommit[_Enroll, EnrollmentReply] = GroupCommit(
             self._enroll_group
         )
 
@@ -153,7 +155,9 @@ class ClubApplication(Application[UUID]):
         if self.students is not None and self.students.get(student_id) is None:
             raise UnknownStudentError(student_id)
 
-    def _enroll_group(self, group: Sequence[_Enroll]) -> list[Outcome | BaseException]:
+    def _enroll_group(
+        self, group: Sequence[_Enroll]
+    ) -> list[EnrollmentReply | BaseException]:
         """One lesson, many commands: each gets its own outcome or its own error.
 
         The requests' answers are saved with the seats. If the save fails on
@@ -161,7 +165,7 @@ class ClubApplication(Application[UUID]):
         answer) or moved the lesson on (the rest try again on the new version).
         """
         lesson_id = group[0].cmd.lesson_id
-        done: dict[int, Outcome | BaseException] = {}
+        done: dict[int, EnrollmentReply | BaseException] = {}
         for attempt in range(MAX_ATTEMPTS):
             todo = [i for i in range(len(group)) if i not in done]
             lesson = self.get_lesson(lesson_id)
@@ -185,14 +189,16 @@ class ClubApplication(Application[UUID]):
     def _decide_group(
         self, lesson: Lesson, group: Sequence[_Enroll]
     ) -> tuple[
-        list[Enrollment], list[tuple[Request, Answer]], list[Outcome | BaseException]
+        list[Enrollment],
+        list[tuple[Request, Answer]],
+        list[EnrollmentReply | BaseException],
     ]:
         """Decide every command on one copy of the lesson. A key sent twice in the
         group is decided once: the same body shares the outcome, another is refused."""
         new: dict[UUID, Enrollment] = {}
         answers: list[tuple[Request, Answer]] = []
-        outcomes: list[Outcome | BaseException] = []
-        first: dict[RequestId, tuple[Request, Outcome | BaseException]] = {}
+        outcomes: list[EnrollmentReply | BaseException] = []
+        first: dict[RequestId, tuple[Request, EnrollmentReply | BaseException]] = {}
         for item in group:
             if item.request is not None and request_id(item.request) in first:
                 earlier, outcome = first[request_id(item.request)]
@@ -216,12 +222,12 @@ class ClubApplication(Application[UUID]):
 
     def _resolve_race(
         self, group: Sequence[_Enroll], indexes: Sequence[int]
-    ) -> dict[int, Outcome | BaseException]:
+    ) -> dict[int, EnrollmentReply | BaseException]:
         """After a failed save: the commands a racing attempt already answered, or
         already enrolled (before answers were kept). The rest are decided again."""
         requests = [item.request for item in group if item.request is not None]
         stored = self._answers().find(requests) if requests else {}
-        resolved: dict[int, Outcome | BaseException] = {}
+        resolved: dict[int, EnrollmentReply | BaseException] = {}
         for index, item in zip(indexes, group, strict=True):
             if item.request is not None and request_id(item.request) in stored:
                 resolved[index] = _replay_or_error(
@@ -325,10 +331,10 @@ def _replay_or_error(request: Request, recorded: Recorded) -> Answer | BaseExcep
 
 
 def _replayed(
-    outcomes: list[Outcome | BaseException],
+    outcomes: list[EnrollmentReply | BaseException],
     group: Sequence[_Enroll],
     stored: dict[RequestId, Recorded],
-) -> list[Outcome | BaseException]:
+) -> list[EnrollmentReply | BaseException]:
     """Each answer as it is stored: a racing attempt's may have come first."""
     return [
         _replay_or_error(item.request, stored[request_id(item.request)])
