@@ -76,7 +76,9 @@ def role(
 def wait_until_projected(container: bootstrap.Container, timeout: float = 120) -> None:
     """Until the statistics projection counts every enrollment in the event store."""
     deadline = time.monotonic() + timeout
-    while not (totals := confirmed_totals(container)).caught_up:
+    while not (
+        totals := confirmed_totals(bootstrap.confirmed_counts(container))
+    ).caught_up:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the statistics projection lags: {totals}")
         time.sleep(0.1)

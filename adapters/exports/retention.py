@@ -15,14 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from stat import S_ISREG
 
-import attrs
+# Known here by its old name (the trim reports what it removed in it).
+from application.console_reads import ExportFilesTally as ExportFiles
 
-
-@attrs.frozen
-class ExportFiles:
-    files: int = 0
-    bytes: int = 0
-    oldest_age_seconds: float | None = None
+__all__ = ["ExportFiles", "export_files_size", "trim_export_files"]
 
 
 def export_files_size(directory: Path, now: float | None = None) -> ExportFiles:

@@ -12,38 +12,33 @@ import contextlib
 import json
 from datetime import UTC, datetime
 
-import attrs
 from nats.js import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.errors import NotFoundError
 
+from adapters.nats.dlq_metrics import dlq_hops
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM
+from application.console_reads import ConsumerHop, DlqHop, StreamSize
 
 # A user without read access gets no reply, only a timeout: do not wait for it.
 READ_BUDGET_S = 1.0
 
 
-@attrs.frozen(kw_only=True)
-class ConsumerHop:
-    consumer: str
-    exists: bool
-    num_pending: int  # not yet delivered
-    num_ack_pending: int  # delivered, not yet acked: in a worker's hands
-    redelivered: int
-    waiting_pulls: int  # 0 with work pending: nobody is pulling
-    oldest_age_seconds: float | None  # None: nothing waits, or unreadable
+class JetStreamChainLags:
+    """The chain's lags (application/console_reads.py:ChainLags), read through one
+    connection's JetStream context."""
 
-    @property
-    def lag_events(self) -> int:
-        """Everything the consumer has not finished."""
-        return self.num_pending + self.num_ack_pending
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
 
+    async def consumer_hops(self, durables: list[str]) -> list[ConsumerHop]:
+        return await consumer_hops(self._js, durables)
 
-@attrs.frozen(kw_only=True)
-class StreamSize:
-    stream: str
-    messages: int
-    bytes: int
+    async def stream_sizes(self) -> list[StreamSize]:
+        return await stream_sizes(self._js)
+
+    async def dlq_hops(self) -> list[DlqHop]:
+        return await dlq_hops(self._js)
 
 
 async def consumer_hops(js: JetStreamContext, durables: list[str]) -> list[ConsumerHop]:

@@ -14,13 +14,11 @@ message again, that is a new failure and a new entry.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import attrs
 from nats.js import JetStreamContext
-from nats.js.api import RawStreamMsg
+from nats.js.api import ConsumerConfig, DeliverPolicy, RawStreamMsg
 from nats.js.errors import APIError, NotFoundError
 
 from adapters.nats.streams import (
@@ -31,6 +29,7 @@ from adapters.nats.streams import (
     REPLAY_SUBJECTS,
     ensure_consumer,
 )
+from application.console_reads import DeadLetter
 
 REPLAY_PREFIX = REPLAY_SUBJECTS.removesuffix(".>")
 EVENTS_PREFIX = EVENTS_SUBJECTS.removesuffix(".>")
@@ -38,40 +37,9 @@ EVENT_SUBJECT_TOKENS = 4  # club.events.<aggregate>.<Type>
 REPLAY_HEADER = "Club-Replay"  # the DLQ entry it came from: consumers try afresh
 
 
-@attrs.frozen(kw_only=True)
-class DeadLetter:
-    dlq_seq: int
-    consumer: str
-    original_subject: str
-    original_seq: int | None
-    event_id: str
-    reason: str
-    owner: str
-    deliveries: int | None
-    # The consumer's first failed attempt of this message (None: not recorded, as in
-    # entries written before it was); a replay that fails again starts anew.
-    first_failed_at: datetime | None
-    last_failed_at: datetime  # when it was dead-lettered
-    data: bytes
-    headers: dict[str, str]
-
-    def age_seconds(self, now: datetime | None = None) -> float:
-        return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
-
-
 # JetStream's answers to deleting what is gone: "no message found" at or below the
 # stream's first sequence, "sequence N not found" for a hole inside it.
 ALREADY_DELETED = frozenset({10057, 10043})
-CONSUMER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a subject token
-
-
-def check_consumer(name: str) -> str:
-    """One consumer's name, as a subject token: a `>` or `*` (or a dot) would make
-    `club.dlq.<name>` a pattern over other consumers' entries."""
-    if not CONSUMER_NAME.fullmatch(name):
-        msg = f"--consumer names one consumer (letters, digits, - and _), not {name!r}"
-        raise ValueError(msg)
-    return name
 
 
 def replay_durable(consumer: str) -> str:
@@ -121,6 +89,29 @@ async def dead_letters(
             return
         yield _entry(raw)
         seq = (raw.seq or seq) + 1
+
+
+async def dead_lettered(js: JetStreamContext, consumer: str) -> set[str]:
+    """Original event ids of a consumer's dead letters (read without consuming)."""
+    try:
+        sub = await js.subscribe(
+            f"club.dlq.{consumer}",
+            stream=DLQ_STREAM,
+            ordered_consumer=True,
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL),
+        )
+    except NotFoundError:  # no stream yet: no dead letters
+        return set()
+    info = await sub.consumer_info()
+    # A push consumer starts delivering at once: what reached our buffer before
+    # the info was taken counts as delivered, not pending. Both are to be read.
+    delivered = info.delivered.consumer_seq if info.delivered else 0
+    ids: set[str] = set()
+    for _ in range((info.num_pending or 0) + (delivered or 0)):
+        msg = await sub.next_msg(timeout=5)
+        ids.add((msg.headers or {}).get("Club-Original-Msg-Id", ""))
+    await sub.unsubscribe()
+    return ids
 
 
 async def hand_back(js: JetStreamContext, entry: DeadLetter) -> bool:

@@ -11,18 +11,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import attrs
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from adapters.nats.streams import DLQ_STREAM, DLQ_SUBJECTS
-
-
-@attrs.frozen
-class DlqHop:
-    consumer: str
-    messages: int
-    oldest_age_seconds: float
+from application.console_reads import DlqHop
 
 
 async def dlq_hops(js: JetStreamContext) -> list[DlqHop]:

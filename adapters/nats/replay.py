@@ -15,14 +15,12 @@ import time
 from collections.abc import Callable
 from uuid import UUID, uuid4
 
-import attrs
 import sqlalchemy as sa
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from adapters.nats.dlq import (
-    DeadLetter,
-    check_consumer,
+    dead_lettered,
     dead_letters,
     hand_back,
     replay_durable,
@@ -30,33 +28,49 @@ from adapters.nats.dlq import (
 from adapters.nats.streams import REPLAY_STREAM
 from adapters.postgres.tables import dlq_replays
 from adapters.reasons import one_line
+from application.console_reads import (
+    DeadLetter,
+    NotReplayableError,
+    ReplayReport,
+    ReplayRequest,
+)
 
 
-@attrs.frozen(kw_only=True)
-class ReplayRequest:
-    consumer: str
-    operator: str
-    reason: str
-    batch: int = 100  # at most this many entries in this run
-    rate_per_s: float = 10.0
-    dry_run: bool = False
+class JetStreamDeadLetters:
+    """The DLQ as people run it (application/console_reads.py:DeadLetterQueue).
+    `engine` keeps the replays' audit records; without one, the entries can be
+    read, not handed back."""
 
-    def __attrs_post_init__(self) -> None:
-        check_consumer(self.consumer)
-        if not self.reason.strip():
-            raise ValueError("say why (--reason): the replay is audited")
-        if self.batch < 1:
-            raise ValueError("--batch must be at least 1")
-        if not 0 < self.rate_per_s <= 10_000:  # noqa: PLR2004
-            raise ValueError("--rate must be more than 0 and at most 10000 per second")
+    def __init__(self, js: JetStreamContext, engine: sa.Engine | None = None) -> None:
+        self._js = js
+        self._engine = engine
 
+    async def entries(
+        self, consumer: str | None = None, *, limit: int | None = None
+    ) -> list[DeadLetter]:
+        found: list[DeadLetter] = []
+        async for entry in dead_letters(self._js, consumer):
+            found.append(entry)
+            if limit is not None and len(found) >= limit:
+                break
+        return found
 
-@attrs.frozen(kw_only=True)
-class ReplayReport:
-    replay_id: UUID
-    matched: list[DeadLetter]  # what was (or, dry-run, would be) handed back
-    replayed: int
-    outcome: str
+    async def event_ids(self, consumer: str) -> set[str]:
+        return await dead_lettered(self._js, consumer)
+
+    async def replay(
+        self,
+        request: ReplayRequest,
+        *,
+        stop: asyncio.Event | None = None,
+        progress: Callable[[DeadLetter], None] = lambda _: None,
+    ) -> ReplayReport:
+        if self._engine is None:
+            msg = "a replay keeps an audit record: it needs the database"
+            raise RuntimeError(msg)
+        return await replay(
+            self._js, self._engine, request, stop=stop, progress=progress
+        )
 
 
 async def replay(
@@ -99,10 +113,6 @@ async def replay(
     return ReplayReport(
         replay_id=replay_id, matched=matched, replayed=len(handed), outcome=outcome
     )
-
-
-class NotReplayableError(ValueError):
-    """No durable reads what a replay would hand this consumer."""
 
 
 async def _check_replayable(js: JetStreamContext, consumer: str) -> None:

@@ -15,7 +15,6 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
-import attrs
 from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
 from nats.js.errors import Error as JetStreamError
@@ -23,6 +22,7 @@ from nats.js.errors import NotFoundError
 
 from adapters.nats.dlq import dead_letters
 from adapters.nats.streams import EVENTS_STREAM
+from application.console_reads import DurableView, Found
 from application.next_steps import DeadLetterFact
 
 READ_BUDGET_S = 1.0  # one request; a user without read access gets only a timeout
@@ -32,20 +32,26 @@ CLOCK_SLACK = timedelta(seconds=5)
 MAX_SCAN = 2_000  # messages of the subject read after the binary search
 
 
-@attrs.frozen(kw_only=True)
-class DurableView:
-    consumer: str
-    exists: bool
-    filter_subject: str | None
-    ack_floor: int  # every message up to it is acked
-    delivered: int  # the last stream sequence handed out
-    unfinished: int  # not yet delivered + delivered and not yet acked
+class JetStreamTraceMessages:
+    """A trace's messages (application/console_reads.py:TraceMessages), read
+    through one connection's JetStream context."""
 
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
 
-@attrs.frozen(kw_only=True)
-class Found:
-    seq: int
-    stored_at: datetime | None
+    async def durable_views(self, durables: list[str]) -> list[DurableView]:
+        return await durable_views(self._js, durables)
+
+    async def message_at(self, seq: int, event_id: str) -> Found | None:
+        return await message_at(self._js, seq, event_id)
+
+    async def find_message(
+        self, event_id: str, subject: str, occurred_at: datetime
+    ) -> Found | None:
+        return await find_message(self._js, event_id, subject, occurred_at)
+
+    async def letters_naming(self, ids: set[str]) -> list[DeadLetterFact]:
+        return await letters_naming(self._js, ids)
 
 
 async def durable_views(js: JetStreamContext, durables: list[str]) -> list[DurableView]:

@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-import attrs
 import sqlalchemy as sa
 from eventsourcing.persistence import ApplicationRecorder, Mapper
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -25,49 +24,21 @@ from adapters.postgres.tables import (
     relay_leases,
     request_answers,
 )
+from application.console_reads import (
+    RATE_WINDOW_S,
+    DeadlinesHop,
+    OutboxHop,
+    Rates,
+    StateCount,
+)
 
-RATE_WINDOW_S = 60.0  # rates are what happened over the last minute
 ENROLLMENT_TOPICS = "domain.enrollment:%"  # the events that ask for an e-mail
 EXACT_UP_TO = 100_000  # rows counted exactly; a larger table shows an estimate
 
 
-@attrs.frozen(kw_only=True)
-class OutboxHop:
-    position: int  # the relay's: every notification id up to it is published
-    unpublished: int
-    oldest_age_seconds: float | None  # None: nothing waits
-
-
-@attrs.frozen(kw_only=True)
-class StateCount:
-    state: str
-    count: int
-    oldest_age_seconds: float  # since the notification was opened
-
-
-@attrs.frozen(kw_only=True)
-class Rates:
-    window_seconds: float
-    enrollment_events: int  # arrivals: events that ask for an e-mail
-    notifications_done: int  # service: sent, or failed for good
-
-    @property
-    def arrival_per_s(self) -> float:
-        return self.enrollment_events / self.window_seconds
-
-    @property
-    def service_per_s(self) -> float:
-        return self.notifications_done / self.window_seconds
-
-
-@attrs.frozen(kw_only=True)
-class DeadlinesHop:
-    scheduled: int
-    overdue: int
-    oldest_overdue_seconds: float | None
-
-
 class PostgresStatus:
+    """The chain's counts (application/console_reads.py:ChainCounts)."""
+
     def __init__(
         self,
         engine: sa.Engine,

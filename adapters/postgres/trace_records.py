@@ -8,10 +8,8 @@ notification rows of its event ids (primary keys), and a purchase's saga deadlin
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
 from uuid import UUID
 
-import attrs
 import sqlalchemy as sa
 from eventsourcing.persistence import ApplicationRecorder, Notification
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -25,26 +23,13 @@ from adapters.postgres.tables import (
     saga_deadlines,
     saga_positions,
 )
+from application.console_reads import DeadlineRow, InboxRow
 from application.next_steps import NotificationFact, RelayFact
 
 
-@attrs.frozen(kw_only=True)
-class InboxRow:
-    consumer: str
-    event_id: UUID
-    stream_seq: int
-    applied_at: datetime | None
-
-
-@attrs.frozen(kw_only=True)
-class DeadlineRow:
-    due_at: datetime | None
-    claimed_by: str | None
-    claimed_until: datetime | None
-    last_error: str | None
-
-
 class PostgresTrace:
+    """A trace's records (application/console_reads.py:TraceRecords)."""
+
     def __init__(self, engine: sa.Engine, recorder: ApplicationRecorder) -> None:
         if not isinstance(recorder, PostgresApplicationRecorder):
             msg = "a trace reads the PostgreSQL event store"

@@ -196,9 +196,9 @@ def _parser() -> argparse.ArgumentParser:
     trim.add_argument("--once", action="store_true", help="one pass, then exit")
     trim.set_defaults(run=_trim)
     demo.add_commands(sub)
-    dlq.add_commands(sub)
-    status.add_commands(sub, _operator_container)
-    trace.add_commands(sub, _operator_container)
+    dlq.add_commands(sub, _operator_container, bootstrap.dead_letter_queue)
+    status.add_commands(sub, _operator_container, bootstrap.console_reads)
+    trace.add_commands(sub, _operator_container, bootstrap.console_reads)
     for plugin in entry_points(group=PLUGINS):
         plugin.load()(sub)
     return parser

@@ -58,7 +58,7 @@ def audit(settings: Settings, _: argparse.Namespace) -> int:
     async def holes() -> list[Any]:
         nc = await connect(nats_url, name="club-audit")
         try:
-            return await find_holes(container, nc.jetstream())
+            return await find_holes(bootstrap.console_reads(container, nc.jetstream()))
         finally:
             await nc.close()
 

@@ -14,29 +14,24 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from nats.js import JetStreamContext
 
-from adapters.exports.retention import ExportFiles, export_files_size
-from adapters.nats.chain_lags import (
-    ConsumerHop,
-    StreamSize,
-    consumer_hops,
-    stream_sizes,
-)
-from adapters.nats.dlq_metrics import DlqHop, dlq_hops
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM
-from adapters.postgres.chain_counts import (
+from application.capacity import plan, verdict
+from application.console_reads import (
     RATE_WINDOW_S,
+    ChainCounts,
+    ConsoleReads,
+    ConsumerHop,
     DeadlinesHop,
+    DlqHop,
+    ExportFilesTally,
     OutboxHop,
-    PostgresStatus,
     Rates,
     StateCount,
+    StreamSize,
 )
-from application.capacity import plan, verdict
 from application.retention import Retention
 from entrypoints.config.catalogue import NOTIFICATIONS, PROJECTIONS, WORK_CLASSES
-from entrypoints.config.container import Container
 
 
 @attrs.frozen(kw_only=True)
@@ -74,7 +69,7 @@ class Retained:
 
     oldest_age_seconds: dict[str, float | None]  # per table retention trims
     horizons: dict[str, datetime]  # per consumer: its inbox trimmed up to here
-    export_files: ExportFiles | None  # None: no exports directory given
+    export_files: ExportFilesTally | None  # None: no exports directory given
     retention: Retention | None  # None: the caller did not say
 
     def retention_seconds(self) -> dict[str, float]:
@@ -112,8 +107,7 @@ class ChainStatus:
 
 
 async def read_chain(
-    container: Container,
-    js: JetStreamContext,
+    reads: ConsoleReads,
     *,
     promise_seconds: float,
     configured_service_per_s: float,
@@ -126,13 +120,11 @@ async def read_chain(
     table makes slow: notification states, store sizes and ages. `retention` and
     `exports_dir` (from the settings) add each store's retention and the export
     files beside the sizes."""
-    database = PostgresStatus(
-        container.engine, container.app.recorder, container.app.mapper
-    )
+    database = reads.chain_counts
     durables = [*PROJECTIONS, *WORK_CLASSES]
-    consumers = await consumer_hops(js, durables)
-    dlq = await dlq_hops(js)
-    streams = await stream_sizes(js)
+    consumers = await reads.chain_lags.consumer_hops(durables)
+    dlq = await reads.chain_lags.dlq_hops()
+    streams = await reads.chain_lags.stream_sizes()
     (outbox, states, rates, stores, positions, deadlines) = await asyncio.to_thread(
         lambda: (
             database.outbox(),
@@ -145,7 +137,7 @@ async def read_chain(
     )
     retained = None
     if detail:
-        retained = await asyncio.to_thread(_retained, database, retention, exports_dir)
+        retained = await asyncio.to_thread(_retained, reads, retention, exports_dir)
     queue = next(c for c in consumers if c.consumer == NOTIFICATIONS)
     return ChainStatus(
         at=datetime.now(UTC),
@@ -164,12 +156,13 @@ async def read_chain(
 
 
 def _retained(
-    database: PostgresStatus, retention: Retention | None, exports_dir: Path | None
+    reads: ConsoleReads, retention: Retention | None, exports_dir: Path | None
 ) -> Retained:
+    database: ChainCounts = reads.chain_counts
     return Retained(
         oldest_age_seconds=database.store_ages(),
         horizons=database.inbox_horizons(),
-        export_files=None if exports_dir is None else export_files_size(exports_dir),
+        export_files=None if exports_dir is None else reads.export_files(exports_dir),
         retention=retention,
     )
 

@@ -4,35 +4,47 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import getpass
 import json
 import signal
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
+from nats.js import JetStreamContext
 from rich.console import Console
 from rich.table import Table
 
-from adapters.nats.dlq import DeadLetter, check_consumer, dead_letters
-from adapters.nats.replay import (
+from adapters.nats.streams import connect
+from application.console_reads import (
+    DeadLetter,
+    DeadLetterQueue,
     NotReplayableError,
     ReplayReport,
     ReplayRequest,
-    replay,
+    check_consumer,
 )
-from adapters.nats.streams import connect
-from adapters.postgres.database import create_engine
+from entrypoints.config.container import Container
 from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.ops.operator_command import OpenContainer
 from entrypoints.ops.terminal import OperatorConsole
 
+# The DLQ over a JetStream context; with a container, replays are audited in it.
+DeadLetterQueueOf = Callable[[JetStreamContext, Container | None], DeadLetterQueue]
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+
+def add_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    open_container: OpenContainer,
+    queue_of: DeadLetterQueueOf,
+) -> None:
     dlq = sub.add_parser("dlq", help="dead letters: list them, replay them")
     actions = dlq.add_subparsers(required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every entry, oldest first")
     listing.add_argument("--consumer", metavar="C", help="only this consumer's")
     listing.add_argument("--json", action="store_true", help="one JSON object a line")
-    listing.set_defaults(run=list_command)
+    listing.set_defaults(run=functools.partial(list_command, queue_of=queue_of))
     again = actions.add_parser(
         "replay", help="hand entries back to the one consumer that failed them"
     )
@@ -47,17 +59,21 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     again.add_argument(
         "--reason", default="", metavar="TEXT", help="why (kept in the audit record)"
     )
-    again.set_defaults(run=replay_command)
+    again.set_defaults(
+        run=functools.partial(replay_command, open=open_container, queue_of=queue_of)
+    )
 
 
-def list_command(settings: Settings, args: argparse.Namespace) -> int:
+def list_command(
+    settings: Settings, args: argparse.Namespace, *, queue_of: DeadLetterQueueOf
+) -> int:
     _, nats_url = settings.require_services()
     if args.consumer is not None:
         try:
             check_consumer(args.consumer)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    entries = asyncio.run(_collect(nats_url, args.consumer))
+    entries = asyncio.run(_collect(nats_url, args.consumer, queue_of))
     if args.json:
         for entry in entries:
             sys.stdout.write(json.dumps(_as_json(entry)) + "\n")
@@ -70,7 +86,13 @@ def list_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def replay_command(settings: Settings, args: argparse.Namespace) -> int:
+def replay_command(
+    settings: Settings,
+    args: argparse.Namespace,
+    *,
+    open: OpenContainer,
+    queue_of: DeadLetterQueueOf,
+) -> int:
     database_url, nats_url = settings.require_services()
     reason = args.reason or ("dry run" if args.dry_run else "")
     try:
@@ -85,10 +107,13 @@ def replay_command(settings: Settings, args: argparse.Namespace) -> int:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     console = OperatorConsole()
+    container = open(database_url)
     try:
-        report = asyncio.run(_replay(database_url, nats_url, request, console))
+        report = asyncio.run(_replay(container, queue_of, nats_url, request, console))
     except NotReplayableError as e:
         raise ConfigError(str(e)) from None
+    finally:
+        container.close()
     verb = "would hand back" if request.dry_run else "handed back"
     count = len(report.matched) if request.dry_run else report.replayed
     console.print(
@@ -100,28 +125,31 @@ def replay_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if report.outcome in ("finished", "stopped") else 1
 
 
-async def _collect(nats_url: str, consumer: str | None) -> list[DeadLetter]:
+async def _collect(
+    nats_url: str, consumer: str | None, queue_of: DeadLetterQueueOf
+) -> list[DeadLetter]:
     nc = await connect(nats_url, name="club-dlq")
     try:
-        return [entry async for entry in dead_letters(nc.jetstream(), consumer)]
+        return await queue_of(nc.jetstream(), None).entries(consumer)
     finally:
         await nc.close()
 
 
 async def _replay(
-    database_url: str, nats_url: str, request: ReplayRequest, console: Console
+    container: Container,
+    queue_of: DeadLetterQueueOf,
+    nats_url: str,
+    request: ReplayRequest,
+    console: Console,
 ) -> ReplayReport:
     """Ctrl-C (or SIGTERM) stops after the entry in hand; the next run resumes."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    engine = create_engine(database_url, pool_size=1)
     nc = await connect(nats_url, name="club-dlq-replay")
     try:
-        return await replay(
-            nc.jetstream(),
-            engine,
+        return await queue_of(nc.jetstream(), container).replay(
             request,
             stop=stop,
             progress=lambda e: console.print(
@@ -130,7 +158,6 @@ async def _replay(
         )
     finally:
         await nc.close()
-        engine.dispose()
 
 
 def _table(entries: list[DeadLetter], title: str) -> Table:

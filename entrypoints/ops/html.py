@@ -16,7 +16,7 @@ from html import escape
 
 import attrs
 
-from adapters.nats.dlq import DeadLetter
+from application.console_reads import DeadLetter
 from entrypoints.ops.view import DlqGroup, HopRow, Verdict, seconds
 
 REFRESH_S = 5

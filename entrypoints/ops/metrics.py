@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from adapters.metrics import DLQ_MESSAGES, DLQ_OLDEST_AGE
-from adapters.nats.dlq_metrics import dlq_hops
+from entrypoints.ops.reads import app_reads
 from entrypoints.ops.status_metrics import refresh_chain_gauges
 
 log = structlog.get_logger()
@@ -21,17 +21,19 @@ router = APIRouter()
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
-    await _refresh_dlq_gauges(getattr(request.app.state, "nats", None))
+    await _refresh_dlq_gauges(request.app.state)
     await refresh_chain_gauges(request)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-async def _refresh_dlq_gauges(nc: Any) -> None:
+async def _refresh_dlq_gauges(state: Any) -> None:
     """Read at scrape time; a broker that does not answer leaves the last values."""
+    nc: Any = getattr(state, "nats", None)
     if nc is None or not nc.is_connected:
         return
     try:
-        hops = await asyncio.wait_for(dlq_hops(nc.jetstream()), 2)
+        reads = app_reads(state, nc.jetstream())
+        hops = await asyncio.wait_for(reads.chain_lags.dlq_hops(), 2)
     except Exception:
         log.warning("metrics.dlq_unavailable")
         return

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 
 from adapters.nats.streams import connect
 from adapters.transient import TRANSIENT
+from application.console_reads import ConsoleReads
 from entrypoints.config.container import Container
 from entrypoints.config.masking import masked
 
@@ -21,6 +23,8 @@ CONNECT_BUDGET_S = 10.0  # an operator's look must answer, not wait for ever
 T = TypeVar("T")
 # A database URL in, a one-connection container out.
 OpenContainer = Callable[[str], Container]
+# A container and a JetStream context in, the console's reads out.
+ReadsOf = Callable[[Container, JetStreamContext], ConsoleReads]
 
 
 class UnreachableError(Exception):

@@ -25,14 +25,13 @@ import structlog
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
-from nats.js import JetStreamContext
 
-from adapters.nats.dlq import CONSUMER_NAME, DeadLetter, dead_letters
-from adapters.nats.replay import (
+from application.console_reads import (
+    CONSUMER_NAME,
+    ConsoleReads,
     NotReplayableError,
     ReplayReport,
     ReplayRequest,
-    replay,
 )
 from entrypoints.config.container import Container
 from entrypoints.http.deps import ContainerDep
@@ -48,6 +47,7 @@ from entrypoints.ops.html import (
     message_page,
     status_page,
 )
+from entrypoints.ops.reads import app_reads
 from entrypoints.ops.session import (
     Session,
     cookie_header,
@@ -116,19 +116,15 @@ async def page(
     config: OpsConfigDep,
     replay_id: Annotated[str | None, Query(alias="replay", max_length=64)] = None,
 ) -> Response:
-    js = _jetstream(request)
-    if js is None:
+    reads = _reads(request)
+    if reads is None:
         return _nats_unavailable()
-    chain = await read_chain(
-        container,
-        js,
-        **config.chain_options(),
-    )
+    chain = await read_chain(reads, **config.chain_options())
     shown = as_json(chain)
     rows = hop_rows(shown)
     history = _history(request.app)
     history.record(hop_ages(rows))
-    entries = await _oldest_entries(js)
+    entries = await reads.dead_letters.entries(limit=READ_LIMIT)
     view = StatusView(
         at=chain.at,
         verdict=verdict(shown["delivery"]),
@@ -142,20 +138,18 @@ async def page(
 
 
 @protected.post("/dlq/dry-run")
-async def dry_run(
-    request: Request, container: ContainerDep, config: OpsConfigDep
-) -> Response:
+async def dry_run(request: Request, config: OpsConfigDep) -> Response:
     """What a replay would hand back, and how many; audited as a dry run, as the
     CLI's `--dry-run` is."""
     form = await _form(request)
-    js = _jetstream(request)
-    if js is None:
+    reads = _reads(request)
+    if reads is None:
         return _nats_unavailable()
     refused = _refusal(form)
     if refused is not None:
         return refused
     try:
-        report = await _replay(js, container, form, batch=MAX_BATCH, dry_run=True)
+        report = await _replay(reads, form, batch=MAX_BATCH, dry_run=True)
     except NotReplayableError as e:
         return _bad_form(str(e))
     return HTMLResponse(
@@ -172,12 +166,12 @@ async def dry_run(
 
 
 @protected.post("/dlq/replay")
-async def confirm_replay(request: Request, container: ContainerDep) -> Response:
+async def confirm_replay(request: Request) -> Response:
     """Hand back at most as many as the dry run showed, through the same code as
     `club dlq replay`; then show the audit record (a reload cannot replay again)."""
     form = await _form(request)
-    js = _jetstream(request)
-    if js is None:
+    reads = _reads(request)
+    if reads is None:
         return _nats_unavailable()
     refused = _refusal(form)
     batch = form.get("batch", "")
@@ -186,7 +180,7 @@ async def confirm_replay(request: Request, container: ContainerDep) -> Response:
     if refused is not None:
         return refused
     try:
-        report = await _replay(js, container, form, batch=int(batch), dry_run=False)
+        report = await _replay(reads, form, batch=int(batch), dry_run=False)
     except NotReplayableError as e:
         return _bad_form(str(e))
     log.info(
@@ -234,12 +228,12 @@ router.include_router(protected, prefix="/ops")
 router.include_router(public, prefix="/ops")
 
 
-def _jetstream(request: Request) -> JetStreamContext | None:
+def _reads(request: Request) -> ConsoleReads | None:
+    """None while the API's NATS client is not connected."""
     nc: Any = getattr(request.app.state, "nats", None)
     if nc is None or not nc.is_connected:
         return None
-    js: JetStreamContext = nc.jetstream()
-    return js
+    return app_reads(request.app.state, nc.jetstream())
 
 
 def _nats_unavailable() -> Response:
@@ -283,8 +277,7 @@ def _bad_form(text: str) -> Response:
 
 
 async def _replay(
-    js: JetStreamContext,
-    container: Container,
+    reads: ConsoleReads,
     form: dict[str, str],
     *,
     batch: int,
@@ -298,16 +291,7 @@ async def _replay(
         rate_per_s=RATE_PER_S,
         dry_run=dry_run,
     )
-    return await replay(js, container.engine, request)
-
-
-async def _oldest_entries(js: JetStreamContext) -> list[DeadLetter]:
-    entries: list[DeadLetter] = []
-    async for entry in dead_letters(js):
-        entries.append(entry)
-        if len(entries) >= READ_LIMIT:
-            break
-    return entries
+    return await reads.dead_letters.replay(request)
 
 
 async def _replay_record(container: Container, replay_id: str) -> ReplayRecord | None:
@@ -348,8 +332,7 @@ async def _sample_forever(app: FastAPI) -> None:
         try:
             # Ages only: the promise and the assumed rate change no age.
             chain = await read_chain(
-                app.state.container,
-                nc.jetstream(),
+                app_reads(app.state, nc.jetstream()),
                 promise_seconds=0.0,
                 configured_service_per_s=1.0,
                 detail=False,

@@ -15,6 +15,7 @@ from entrypoints.http.deps import ContainerDep
 from entrypoints.http.problems import problem
 from entrypoints.ops.access import OpsConfigDep, require_operator
 from entrypoints.ops.chain_status import as_json, read_chain
+from entrypoints.ops.reads import app_reads
 from entrypoints.ops.trace_collect import as_json as trace_json
 from entrypoints.ops.trace_collect import collect
 
@@ -45,9 +46,7 @@ def _nats_unavailable(what: str) -> Response:
 
 
 @router.get("/status", operation_id="ops_status", responses=problems(503))
-async def status(
-    request: Request, container: ContainerDep, config: OpsConfigDep
-) -> Response:
+async def status(request: Request, config: OpsConfigDep) -> Response:
     """Every hop's count and oldest age, each consumer's lag, the DLQ, store sizes,
     and the notification queue's delivery time against the promise (as
     `club status --json`)."""
@@ -55,9 +54,7 @@ async def status(
     if nc is None:
         return _nats_unavailable("status")
     chain = await read_chain(
-        container,
-        nc.jetstream(),
-        **config.chain_options(),
+        app_reads(request.app.state, nc.jetstream()), **config.chain_options()
     )
     return JSONResponse(as_json(chain))
 
@@ -72,7 +69,8 @@ async def trace(trace_id: UUID, request: Request, container: ContainerDep) -> Re
     nc = _nats(request)
     if nc is None:
         return _nats_unavailable("trace")
-    found = await collect(container, nc.jetstream(), trace_id)
+    reads = app_reads(request.app.state, nc.jetstream())
+    found = await collect(container.app, reads, trace_id)
     if found is None:
         return problem(
             404, "not-found", "Nothing is stored under this id",

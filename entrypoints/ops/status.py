@@ -31,6 +31,7 @@ from entrypoints.ops.chain_status import (
 )
 from entrypoints.ops.operator_command import (
     OpenContainer,
+    ReadsOf,
     Unanswered,
     connect_within_budget,
     read_once,
@@ -41,6 +42,7 @@ from entrypoints.ops.terminal import OperatorConsole
 def add_commands(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     open_container: OpenContainer,
+    reads_of: ReadsOf,
 ) -> None:
     capacity_cli.add_command(sub)
     status = sub.add_parser(
@@ -57,17 +59,23 @@ def add_commands(
         metavar="SECONDS",
         help="refresh every SECONDS (default 2) until Ctrl-C",
     )
-    status.set_defaults(run=functools.partial(status_command, open=open_container))
+    status.set_defaults(
+        run=functools.partial(status_command, open=open_container, reads_of=reads_of)
+    )
 
 
 def status_command(
-    settings: Settings, args: argparse.Namespace, *, open: OpenContainer
+    settings: Settings,
+    args: argparse.Namespace,
+    *,
+    open: OpenContainer,
+    reads_of: ReadsOf,
 ) -> int:
     database_url, nats_url = settings.require_services()
 
     def show(container: Container) -> None:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_show(settings, container, nats_url, args))
+            asyncio.run(_show(settings, container, reads_of, nats_url, args))
 
     return (
         1
@@ -77,15 +85,18 @@ def status_command(
 
 
 async def _show(
-    settings: Settings, container: Container, nats_url: str, args: argparse.Namespace
+    settings: Settings,
+    container: Container,
+    reads_of: ReadsOf,
+    nats_url: str,
+    args: argparse.Namespace,
 ) -> None:
     nc = await connect_within_budget(nats_url, "club-status")
-    js = nc.jetstream()
+    reads = reads_of(container, nc.jetstream())
 
     async def read() -> ChainStatus:
         return await read_chain(
-            container,
-            js,
+            reads,
             promise_seconds=settings.promise_seconds,
             configured_service_per_s=settings.email_rate_per_s,
             retention=settings.retention,

@@ -25,6 +25,7 @@ from adapters.metrics import (
 from entrypoints.config.catalogue import WORK_CLASSES
 from entrypoints.ops.access import ops_config
 from entrypoints.ops.chain_status import ChainStatus, read_chain
+from entrypoints.ops.reads import app_reads
 
 log = structlog.get_logger()
 
@@ -41,8 +42,7 @@ async def refresh_chain_gauges(request: Request) -> None:
     try:
         status = await asyncio.wait_for(
             read_chain(
-                request.app.state.container,
-                nc.jetstream(),
+                app_reads(request.app.state, nc.jetstream()),
                 promise_seconds=config.promise_seconds,
                 configured_service_per_s=config.email_rate_per_s,
                 detail=False,

@@ -24,6 +24,7 @@ from entrypoints.config.container import Container
 from entrypoints.config.settings import Settings
 from entrypoints.ops.operator_command import (
     OpenContainer,
+    ReadsOf,
     Unanswered,
     connect_within_budget,
     read_once,
@@ -35,6 +36,7 @@ from entrypoints.ops.trace_collect import as_json, collect
 def add_commands(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     open_container: OpenContainer,
+    reads_of: ReadsOf,
 ) -> None:
     trace = sub.add_parser(
         "trace",
@@ -47,7 +49,9 @@ def add_commands(
         help="the enrollment id, purchase id or export operation id (a UUID)",
     )
     trace.add_argument("--json", action="store_true", help="one JSON document")
-    trace.set_defaults(run=functools.partial(trace_command, open=open_container))
+    trace.set_defaults(
+        run=functools.partial(trace_command, open=open_container, reads_of=reads_of)
+    )
 
 
 def trace_id(raw: str) -> UUID:
@@ -63,11 +67,18 @@ def trace_id(raw: str) -> UUID:
 
 
 def trace_command(
-    settings: Settings, args: argparse.Namespace, *, open: OpenContainer
+    settings: Settings,
+    args: argparse.Namespace,
+    *,
+    open: OpenContainer,
+    reads_of: ReadsOf,
 ) -> int:
     database_url, nats_url = settings.require_services()
     shown = read_once(
-        "trace", open, database_url, lambda c: asyncio.run(_read(c, nats_url, args.id))
+        "trace",
+        open,
+        database_url,
+        lambda c: asyncio.run(_read(c, reads_of, nats_url, args.id)),
     )
     if isinstance(shown, Unanswered):
         return 1
@@ -85,11 +96,11 @@ def trace_command(
 
 
 async def _read(
-    container: Container, nats_url: str, id_: UUID
+    container: Container, reads_of: ReadsOf, nats_url: str, id_: UUID
 ) -> dict[str, Any] | None:
     nc = await connect_within_budget(nats_url, "club-trace")
     try:
-        trace = await collect(container, nc.jetstream(), id_)
+        trace = await collect(container.app, reads_of(container, nc.jetstream()), id_)
     finally:
         await nc.close()
     return None if trace is None else as_json(trace)

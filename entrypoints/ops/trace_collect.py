@@ -14,19 +14,18 @@ from uuid import UUID
 
 import attrs
 from eventsourcing.persistence import Notification
-from nats.js import JetStreamContext
 
 from adapters.nats.streams import EVENTS_SUBJECTS
-from adapters.nats.trace_messages import (
-    DurableView,
-    durable_views,
-    find_message,
-    letters_naming,
-    message_at,
-    subject_matches,
-)
+from adapters.nats.trace_messages import subject_matches
 from adapters.postgres.saga_feed import WAKING_TOPICS
-from adapters.postgres.trace_records import InboxRow, PostgresTrace
+from application.club import ClubApplication
+from application.console_reads import (
+    ConsoleReads,
+    DurableView,
+    InboxRow,
+    TraceMessages,
+    TraceRecords,
+)
 from application.contracts.mapping import to_envelope
 from application.exports import get_export
 from application.next_steps import (
@@ -42,18 +41,16 @@ from application.notifications import request_for
 from application.purchases import Purchases
 from domain.export import Export
 from entrypoints.config.catalogue import PROJECTIONS, WORK_CLASSES
-from entrypoints.config.container import Container
 
 
-async def collect(
-    container: Container, js: JetStreamContext, id_: UUID
-) -> Trace | None:
+async def collect(app: ClubApplication, reads: ConsoleReads, id_: UUID) -> Trace | None:
     """None: no event was ever stored under this id."""
-    database = PostgresTrace(container.engine, container.app.recorder)
+    database = reads.trace_records
+    messages = reads.trace_messages
     stored = await asyncio.to_thread(database.stored_events, id_)
     if not stored:
         return None
-    events = [_event_fact(container, n) for n in stored]
+    events = [_event_fact(app, n) for n in stored]
     published = [e.event_id for e in events if e.event_id is not None]
     relay, inbox, notes = await asyncio.to_thread(
         lambda: (
@@ -62,16 +59,16 @@ async def collect(
             database.notifications(published),
         )
     )
-    durables = await durable_views(js, [*PROJECTIONS, *WORK_CLASSES])
+    durables = await messages.durable_views([*PROJECTIONS, *WORK_CLASSES])
     origins = {f"{id_}:{e.version}" for e in events}  # the relay's dead letters
-    letters = await letters_naming(js, {str(i) for i in published} | origins)
+    letters = await messages.letters_naming({str(i) for i in published} | origins)
     stream: dict[UUID, StreamFact] = {}
     consumers: list[ConsumerFact] = []
     for event in events:
         if event.event_id is None or event.subject is None:
             continue
         rows = [r for r in inbox if r.event_id == event.event_id]
-        fact = await _locate(js, event, rows, relay.published(event))
+        fact = await _locate(messages, event, rows, relay.published(event))
         stream[event.event_id] = fact
         consumers.extend(
             _consumer_fact(view, event, fact, rows, relay.published(event))
@@ -88,10 +85,8 @@ async def collect(
         consumers=consumers,
         notifications=notes,
         dead_letters=letters,
-        saga=await _saga(container, database, id_) if kind == "purchase" else None,
-        export=await asyncio.to_thread(_export, container, id_)
-        if kind == "export"
-        else None,
+        saga=await _saga(app, database, id_) if kind == "purchase" else None,
+        export=await asyncio.to_thread(_export, app, id_) if kind == "export" else None,
     )
 
 
@@ -108,10 +103,10 @@ def _kind(topic: str) -> str:
     return topic.partition(":")[2].partition(".")[0].lower() or topic
 
 
-def _event_fact(container: Container, n: Notification) -> EventFact:
+def _event_fact(app: ClubApplication, n: Notification) -> EventFact:
     name = n.topic.partition(":")[2] or n.topic
     try:
-        domain_event = container.app.mapper.to_domain_event(n)
+        domain_event = app.mapper.to_domain_event(n)
     except Exception:  # our own stored data this version cannot read: say so
         return EventFact(
             notification_id=n.id,
@@ -142,12 +137,15 @@ def _event_fact(container: Container, n: Notification) -> EventFact:
 
 
 async def _locate(
-    js: JetStreamContext, event: EventFact, rows: list[InboxRow], published: bool
+    messages: TraceMessages,
+    event: EventFact,
+    rows: list[InboxRow],
+    published: bool,
 ) -> StreamFact:
     assert event.event_id is not None  # noqa: S101 - only published kinds come here
     if rows:
         seq = rows[0].stream_seq
-        kept = await message_at(js, seq, str(event.event_id))
+        kept = await messages.message_at(seq, str(event.event_id))
         return StreamFact(
             event_id=event.event_id,
             seq=seq,
@@ -155,8 +153,8 @@ async def _locate(
             stored_at=None if kept is None else kept.stored_at,
         )
     if published and event.subject and event.stored_at:
-        found = await find_message(
-            js, str(event.event_id), event.subject, event.stored_at
+        found = await messages.find_message(
+            str(event.event_id), event.subject, event.stored_at
         )
         if found is not None:
             return StreamFact(
@@ -204,8 +202,8 @@ def _consumer_fact(
     )
 
 
-async def _saga(container: Container, database: PostgresTrace, id_: UUID) -> SagaFact:
-    view = await asyncio.to_thread(Purchases(container.app).view, id_)
+async def _saga(app: ClubApplication, database: TraceRecords, id_: UUID) -> SagaFact:
+    view = await asyncio.to_thread(Purchases(app).view, id_)
     row, feed = await asyncio.to_thread(
         lambda: (database.saga_deadline(id_), database.saga_feed_position())
     )
@@ -227,8 +225,8 @@ async def _saga(container: Container, database: PostgresTrace, id_: UUID) -> Sag
     )
 
 
-def _export(container: Container, id_: UUID) -> ExportFact:
-    export = get_export(container.app, id_)
+def _export(app: ClubApplication, id_: UUID) -> ExportFact:
+    export = get_export(app, id_)
     return ExportFact(
         status=str(export.status),
         attempts=export.attempts,

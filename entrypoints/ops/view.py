@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from adapters.nats.dlq import DeadLetter
+from application.console_reads import DeadLetter
 from entrypoints.ops.chain_status import consumer_detail
 
 ON_TIME = "on time"

@@ -18,18 +18,25 @@ import sqlalchemy as sa
 from nats.js import JetStreamContext
 from starlette.types import ASGIApp
 
+from adapters.exports.retention import export_files_size
+from adapters.nats.chain_lags import JetStreamChainLags
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.dlq import ensure_replay_consumer
 from adapters.nats.relay import Relay
+from adapters.nats.replay import JetStreamDeadLetters
 from adapters.nats.streams import (
     StreamRetention,
     connect,
     ensure_consumer,
     ensure_streams,
 )
+from adapters.nats.trace_messages import JetStreamTraceMessages
 from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres import tables
 from adapters.postgres.answers import SqlAnswerStore
+from adapters.postgres.audit_records import PostgresAuditRecords
+from adapters.postgres.chain_counts import PostgresStatus
+from adapters.postgres.confirmed_counts import SqlConfirmedCounts
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
@@ -39,15 +46,16 @@ from adapters.postgres.replays import SqlReplayAudits
 from adapters.postgres.retention import PostgresTrim, create_retention_indexes
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.postgres.students import SqlStudentDirectory
+from adapters.postgres.trace_records import PostgresTrace
 from adapters.postgres.webhooks import WebhookLog
 from adapters.providers.metered import MeteredEmailProvider, MeteredPaymentProvider
 from adapters.providers.payment_crash import CrashPointProvider
 from adapters.providers.payment_http import HttpPaymentProvider
 from adapters.trim_process import TrimProcess
 from application.club import ClubApplication
+from application.console_reads import ConsoleReads
 from application.dlq_owners import RELAY_DLQ
 from application.ports import EmailProvider, PaymentProvider
-from application.purchases import Purchases
 from application.saga_runner import PurchaseSaga
 from entrypoints.config.catalogue import (
     CONSUMERS,
@@ -60,6 +68,7 @@ from entrypoints.config.container import Container
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.runtime.provider_urls import email_provider
 from entrypoints.runtime.work_classes import WIRING, WorkDeps
+from projections import statistics
 
 # Re-exported: every caller builds through here, and names roles from here.
 __all__ = ["CONSUMERS", "PROJECTIONS", "ROLES", "Container", "Role", "build"]
@@ -188,7 +197,7 @@ def build_saga(
     deadlines = saga_deadlines(settings, container)
     http = provider or HttpPaymentProvider(settings.payment_provider_url)
     saga = PurchaseSaga(
-        purchases=Purchases(container.app),
+        purchases=container.app,
         provider=CrashPointProvider(MeteredPaymentProvider(http)),
         policy=settings.saga_policy,
     )
@@ -268,6 +277,42 @@ def build_rebuild(container: Container, name: str) -> Rebuild:
         name=name,
         metadata=metadata,
         apply=apply,
+    )
+
+
+def chain_counts(container: Container) -> PostgresStatus:
+    """The database's side of the chain's hops (the console's and the roles')."""
+    return PostgresStatus(
+        container.engine, container.app.recorder, container.app.mapper
+    )
+
+
+def confirmed_counts(container: Container) -> SqlConfirmedCounts:
+    """Confirmed enrollments in the event store beside the statistics' count."""
+    return SqlConfirmedCounts(container.engine, statistics.lessons.c.confirmed)
+
+
+def dead_letter_queue(
+    js: JetStreamContext, container: Container | None = None
+) -> JetStreamDeadLetters:
+    """Without a container the entries can be read, not replayed (a replay keeps
+    its audit record in the database)."""
+    return JetStreamDeadLetters(js, None if container is None else container.engine)
+
+
+def console_reads(container: Container, js: JetStreamContext) -> ConsoleReads:
+    """Every read of the operator's console (`club status|trace|dlq|audit`, the
+    /ops routes and page), over one container and one JetStream context."""
+    app = container.app
+    return ConsoleReads(
+        chain_counts=chain_counts(container),
+        chain_lags=JetStreamChainLags(js),
+        export_files=export_files_size,
+        trace_records=PostgresTrace(container.engine, app.recorder),
+        trace_messages=JetStreamTraceMessages(js),
+        dead_letters=dead_letter_queue(js, container),
+        audit_records=PostgresAuditRecords(container.engine, app.recorder, app.mapper),
+        confirmed=confirmed_counts(container),
     )
 
 

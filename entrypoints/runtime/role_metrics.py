@@ -26,15 +26,14 @@ from adapters.metrics import (
 )
 from adapters.nats.relay import Relay
 from adapters.nats.streams import EVENTS_STREAM
-from adapters.postgres.chain_counts import PostgresStatus
+from application.console_reads import ChainCounts
 from entrypoints.config.container import Container
+from entrypoints.runtime.bootstrap import chain_counts
 from entrypoints.runtime.metrics_server import Refresh
 
 
-def _database(container: Container) -> PostgresStatus:
-    return PostgresStatus(
-        container.engine, container.app.recorder, container.app.mapper
-    )
+def _database(container: Container) -> ChainCounts:
+    return chain_counts(container)
 
 
 def relay_refresh(container: Container, relay: Relay) -> Refresh:

@@ -11,12 +11,12 @@ from uuid import UUID
 import httpx
 import sqlalchemy as sa
 
+from adapters.nats.dlq import dead_lettered
 from adapters.postgres.skips import list_skips
 from adapters.postgres.tables import inbox
 from application.contracts.events import EnrollmentCancelledV1, EnrollmentConfirmedV2
 from application.contracts.mapping import decode
 from application.ids import event_id
-from entrypoints.ops.audit import dead_lettered
 from projections import rosters, statistics
 from tests.faults.workload import Enroller, expected_event_ids
 from tests.integration.helpers import published, run, with_js

@@ -11,8 +11,8 @@ from uuid import uuid4
 import httpx
 
 from adapters.nats.streams import EVENTS_STREAM, ensure_streams
+from adapters.postgres.audit_records import PostgresAuditRecords
 from adapters.postgres.lease import RELAY_LEASE, RelayLease
-from entrypoints.ops.audit import published_up_to_position
 from tests.faults.facts import enroll, settled, setup_lesson
 from tests.faults.workload import confirmed_totals
 from tests.integration.helpers import with_js
@@ -62,7 +62,12 @@ def test_audit_finds_lost_events_and_rewind_restores_them(
     assert suggested is not None, lost.stdout
     first_lost = int(suggested[1])
     # The first lost id itself, not the one before it:
-    lost_ids = [nid for nid, *_ in published_up_to_position(container)]
+    lost_ids = [
+        nid
+        for nid, *_ in PostgresAuditRecords(
+            container.engine, container.app.recorder, container.app.mapper
+        ).published_up_to_position()
+    ]
     assert first_lost == min(nid for nid in lost_ids if nid > before_loss)
 
     rewound = club(stack, "relay", "rewind", "--to", str(first_lost))

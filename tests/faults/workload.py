@@ -11,7 +11,7 @@ import attrs
 import httpx
 
 from entrypoints.ops.confirmed_totals import confirmed_totals as totals_of
-from entrypoints.runtime.bootstrap import Container
+from entrypoints.runtime.bootstrap import Container, confirmed_counts
 from tests.api_client import ClubClient
 from tests.faults.facts import setup_lesson
 from tests.integration.helpers import published, stream_messages, with_js
@@ -72,4 +72,4 @@ def stream_event_ids(nats_url: str) -> list[str]:
 
 def confirmed_totals(container: Container) -> dict[str, int]:
     """As a dict, so that a failed comparison shows both counts."""
-    return attrs.asdict(totals_of(container))
+    return attrs.asdict(totals_of(confirmed_counts(container)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import uuid4
 
-from entrypoints.ops.audit import dead_lettered
+from adapters.nats.dlq import dead_lettered
 from tests.integration.helpers import run, with_js
 
 

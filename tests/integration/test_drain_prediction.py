@@ -19,6 +19,7 @@ from application.notifications import RetryPolicy
 from domain.student import StudentProfile
 from entrypoints.ops.chain_status import read_chain
 from entrypoints.runtime import work_classes
+from entrypoints.runtime.bootstrap import console_reads
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
@@ -82,7 +83,8 @@ def test_the_predicted_drain_is_within_15_percent_of_the_measured(
         try:
             await asyncio.sleep(WARM_UP_S)
             status = await read_chain(
-                container, js, promise_seconds=10, configured_service_per_s=100,
+                console_reads(container, js),
+                promise_seconds=10, configured_service_per_s=100,
                 rate_window_seconds=RATE_WINDOW_S,
             )  # fmt: skip
             predicted = status.delivery.drain_seconds

@@ -19,11 +19,12 @@ from structlog.testing import capture_logs
 
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import EVENTS_STREAM, ensure_consumer
+from adapters.postgres.audit_records import PostgresAuditRecords
 from adapters.postgres.retention import PostgresTrim
 from adapters.postgres.tables import inbox, inbox_horizons, request_answers
 from application.commands import ScheduleLesson
 from entrypoints.config.settings import Settings, exports_dir
-from entrypoints.ops.audit import find_holes, published_up_to_position
+from entrypoints.ops.audit import find_holes
 from entrypoints.runtime import bootstrap
 from entrypoints.runtime.exports_wiring import export_runner
 from projections import statistics
@@ -333,12 +334,14 @@ def audit_after(container, migrated, forget) -> tuple[set[str], set[str]]:
                 pass
         for name in bootstrap.PROJECTIONS:
             await asyncio.to_thread(forget, name)
-        return await find_holes(container, js)
+        return await find_holes(bootstrap.console_reads(container, js))
 
     holes = run(with_js(nats_url, body))
     ours = {
         event_id
-        for nid, event_id, _, _ in published_up_to_position(container)
+        for nid, event_id, _, _ in PostgresAuditRecords(
+            container.engine, container.app.recorder, container.app.mapper
+        ).published_up_to_position()
         if nid > before
     }
     return ours, {hole.event_id for hole in holes} & ours

@@ -27,6 +27,7 @@ from entrypoints.ops.access import OpsConfig
 from entrypoints.ops.chain_status import ChainStatus, as_json, read_chain
 from entrypoints.runtime import work_classes
 from entrypoints.runtime.api import create_app
+from entrypoints.runtime.bootstrap import console_reads
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
@@ -46,7 +47,9 @@ FAST = RetryPolicy(max_attempts=5, first_delay=0.05, max_delay=0.3, unknown_dela
 def chain(container, nats_url: str) -> ChainStatus:
     async def body(js, _nc) -> ChainStatus:
         return await read_chain(
-            container, js, promise_seconds=PROMISE_S, configured_service_per_s=100
+            console_reads(container, js),
+            promise_seconds=PROMISE_S,
+            configured_service_per_s=100,
         )
 
     return asyncio.run(with_js(nats_url, body))
