@@ -1,0 +1,1 @@
+"""Identity: bearer tokens verified, and signed for development."""
