@@ -1,25 +1,27 @@
-"""The Club application: lessons and enrollments in one event store.
+"""The Club application: every use case on one event store; lessons, enrollments here.
 
-Lessons and enrollments share one `Application` because an enrollment must commit
-in the same transaction as the lesson's seat, and eventsourcing makes one
-`save()` atomic only within one application's recorder. The notification log of
-that recorder is the outbox the relay reads.
+Lessons, enrollments, purchases and exports share one `Application` because an
+enrollment must commit in the same transaction as the lesson's seat (a purchase's
+hold too), and eventsourcing makes one `save()` atomic only within one
+application's recorder. The notification log of that recorder is the outbox the
+relay reads. Every use case is a method of `ClubApplication`
+(docs/decisions/2026-12-01-one-use-case-shape.md).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from uuid import UUID
 
 import attrs
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import EnvType
 
-from application.backoff import BackoffPolicy, Jitter
+from application.club_store import MAX_ATTEMPTS, back_off
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
+from application.exports import ExportUseCases
 from application.group_commit import GroupCommit
 from application.idempotency import (
     Answer,
@@ -33,13 +35,10 @@ from application.idempotency import (
 )
 from application.ids import enrollment_id_for
 from application.ports import AnswerStore, StudentDirectory
+from application.webhook_receipt import WebhookUseCases
 from domain.enrollment import Enrollment
 from domain.errors import DomainError, EnrollmentCancelledError
 from domain.lesson import Lesson
-
-MAX_ATTEMPTS = 50
-# A write that lost a race to another writer: 1 ms doubling to 50 ms, full jitter.
-CONFLICT_RETRY = BackoffPolicy(first=0.001, cap=0.05, jitter=Jitter.FULL)
 
 
 @attrs.frozen(kw_only=True)
@@ -75,7 +74,10 @@ def _view(enrollment: Enrollment) -> EnrollmentView:
     )
 
 
-class ClubApplication(Application[UUID]):
+class ClubApplication(WebhookUseCases, ExportUseCases):
+    """Every use case of Club: lessons and enrollments here, purchases (and the
+    payment webhook) and exports from their modules' base classes."""
+
     name = "Club"  # stored events live in table `club_events`
 
     def __init__(
@@ -85,9 +87,7 @@ class ClubApplication(Application[UUID]):
         students: StudentDirectory | None = None,
         answers: AnswerStore | None = None,
     ) -> None:
-        super().__init__(env)
-        self.students = students
-        self.answers = answers
+        super().__init__(env, students=students, answers=answers)
         self._enrollments: GroupCommit[_Enroll, EnrollmentReply] = GroupCommit(
             self._enroll_group
         )
@@ -180,7 +180,7 @@ class ClubApplication(Application[UUID]):
                     outcomes = _replayed(outcomes, [group[i] for i in todo], stored)
             except IntegrityError:
                 done |= self._resolve_race([group[i] for i in todo], todo)
-                _back_off(attempt)
+                back_off(attempt)
                 continue
             done |= dict(zip(todo, outcomes, strict=True))
             return [done[i] for i in range(len(group))]
@@ -274,11 +274,6 @@ class ClubApplication(Application[UUID]):
         stored = self._answers().record([(request, answer)])
         return replay(request, stored[request_id(request)])
 
-    def _answers(self) -> AnswerStore:
-        if self.answers is None:
-            raise RuntimeError("idempotent use cases need an AnswerStore")
-        return self.answers
-
     def cancel_enrollment(self, cmd: CancelEnrollment) -> EnrollmentView:
         """Release the seat; cancelling twice is answered like the first time."""
         for attempt in range(MAX_ATTEMPTS):
@@ -292,19 +287,10 @@ class ClubApplication(Application[UUID]):
             try:
                 self.save(lesson, enrollment)
             except IntegrityError:
-                _back_off(attempt)
+                back_off(attempt)
                 continue
             return _view(enrollment)
         raise ContentionError(f"enrollment {cmd.enrollment_id} is too busy, try again")
-
-    def get_lesson(self, lesson_id: UUID) -> Lesson:
-        try:
-            lesson: object = self.repository.get(lesson_id)
-        except AggregateNotFoundError:
-            raise NotFoundError("lesson", lesson_id) from None
-        if not isinstance(lesson, Lesson):
-            raise NotFoundError("lesson", lesson_id)
-        return lesson
 
     def get_enrollment(self, enrollment_id: UUID) -> Enrollment:
         enrollment = self._find_enrollment(enrollment_id)
@@ -342,9 +328,3 @@ def _replayed(
         else outcome
         for item, outcome in zip(group, outcomes, strict=True)
     ]
-
-
-def _back_off(attempt: int) -> None:
-    """A jittered, growing pause: colliding writers spread out, not re-collide.
-    `attempt` counts from 0 (the attempt that just lost the race)."""
-    time.sleep(CONFLICT_RETRY.delay(attempt + 1))

@@ -28,3 +28,10 @@ class EnrollStudent:
 class CancelEnrollment:
     enrollment_id: UUID
     reason: str = "cancelled by student"
+
+
+@attrs.frozen(kw_only=True)
+class RequestExport:
+    export_id: UUID
+    lesson_id: UUID
+    requested_at: datetime

@@ -24,7 +24,6 @@ from eventsourcing.persistence import IntegrityError
 
 from application.club import ClubApplication
 from application.errors import NotFoundError
-from application.exports import get_export
 from application.notifications import Done, GiveUp, Outcome, Retry, RetryPolicy
 from application.ports import ExportFiles, StudentNames
 from domain.export import Export
@@ -70,7 +69,7 @@ class ExportRunner:
 
     def handle(self, export_id: UUID) -> Outcome:
         try:
-            export = get_export(self._app, export_id)
+            export = self._app.get_export(export_id)
         except NotFoundError:
             return GiveUp(f"export {export_id} is not in the event store")
         if export.finished:
@@ -142,7 +141,7 @@ class ExportRunner:
             step(export)
             if self._saved(export):
                 return Done()
-            export = get_export(self._app, export.id)
+            export = self._app.get_export(export.id)
         return _raced(self._policy)
 
     def _saved(self, export: Export) -> bool:

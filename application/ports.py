@@ -17,7 +17,6 @@ from application.notification_decision import State
 from application.notification_record import Notification, NotificationRequest
 from application.payment import Payment, PaymentStatus, Refund, RefundStatus
 from application.purchase_emails import PurchaseFacts
-from application.purchase_view import PurchaseView
 from domain.student import StudentProfile
 
 # -- students ------------------------------------------------------------------
@@ -128,20 +127,6 @@ class PaymentProvider(Protocol):
     def refund_status(self, idempotency_key: str) -> RefundStatus:
         """Raises only `TransientPaymentError` when the lookup itself fails."""
         ...
-
-
-class PaymentFactRecorder(Protocol):
-    """The purchase's use cases a webhook's fact goes through (`Purchases`)."""
-
-    def record_payment_captured(
-        self, purchase_id: UUID, *, payment_id: str, amount_cents: int
-    ) -> PurchaseView: ...
-
-    def record_payment_declined(
-        self, purchase_id: UUID, *, reason: str
-    ) -> PurchaseView: ...
-
-    def record_refunded(self, purchase_id: UUID, *, refund_id: str) -> PurchaseView: ...
 
 
 class WebhookRecords(Protocol):

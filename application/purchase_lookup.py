@@ -11,7 +11,6 @@ from application.ports import PurchaseLookup
 from application.purchase_emails import PurchaseFacts
 from application.purchases import (
     ALTERNATIVE_REQUEST,
-    Purchases,
     alternative_id_for,
     enrollment_id_of,
     purchase_id_for,
@@ -27,10 +26,9 @@ def purchase_facts_from(app: ClubApplication) -> PurchaseLookup:
 class _EventStorePurchases:
     def __init__(self, app: ClubApplication) -> None:
         self._app = app
-        self._purchases = Purchases(app)
 
     def facts(self, purchase_id: UUID) -> PurchaseFacts:
-        purchase = self._purchases.get(purchase_id)
+        purchase = self._app.get_purchase(purchase_id)
         return PurchaseFacts(
             student_id=purchase.student_id,
             lesson_id=purchase.lesson_id,

@@ -27,7 +27,7 @@ from application.payment import (
     TransientPaymentError,
 )
 from application.ports import PaymentProvider
-from application.purchases import Purchases
+from application.purchases import PurchaseUseCases
 from application.saga import (
     CHECK_OWNER,
     CallRefund,
@@ -52,7 +52,7 @@ class PurchaseSaga:
     def __init__(
         self,
         *,
-        purchases: Purchases,
+        purchases: PurchaseUseCases,
         provider: PaymentProvider,
         policy: SagaPolicy | None = None,
         rng: random.Random | None = None,
@@ -65,7 +65,7 @@ class PurchaseSaga:
     def advance(self, purchase_id: UUID, now: datetime) -> datetime | None:
         """Do every step due at `now`; returns when to wake this purchase next."""
         for _ in range(MAX_STEPS):
-            purchase = self._purchases.get(purchase_id)
+            purchase = self._purchases.get_purchase(purchase_id)
             decision = decide(purchase, now, self._policy)
             if decision.command is None:
                 return decision.next_deadline

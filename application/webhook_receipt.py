@@ -15,8 +15,8 @@ import attrs
 
 from application.errors import NotFoundError
 from application.payment_webhook import Webhook, WebhookType
-from application.ports import PaymentFactRecorder, WebhookRecords
-from application.purchases import purchase_id_from_key
+from application.ports import WebhookRecords
+from application.purchases import PurchaseUseCases, purchase_id_from_key
 from domain.errors import DomainError
 
 
@@ -44,59 +44,61 @@ class WebhookOutcome:
         return self.handled is Handled.DUPLICATE
 
 
-def receive_webhook(
-    webhook: Webhook, *, purchases: PaymentFactRecorder, records: WebhookRecords
-) -> WebhookOutcome:
-    """Record the fact a verified webhook reports, once per event id. A fact the
-    purchase refuses is kept as the outcome (the provider cannot make it right by
-    resending); a key that names no purchase of ours records nothing."""
-    first = records.outcome_of(webhook.event_id)
-    if first is not None:
-        return WebhookOutcome(
-            event_id=webhook.event_id, handled=Handled.DUPLICATE, outcome=first
-        )
-    purchase_id = purchase_id_from_key(webhook.idempotency_key)
-    handled, words, refusal = _record_fact(purchases, webhook, purchase_id)
-    if handled is Handled.NO_SUCH_PURCHASE:
-        purchase_id = None
-    stored = records.accept(
-        event_id=webhook.event_id,
-        type_=webhook.type.value,
-        purchase_id=purchase_id,
-        outcome=words,
-    )
-    if stored != words:  # a racing redelivery kept its words first
-        return WebhookOutcome(
-            event_id=webhook.event_id, handled=Handled.DUPLICATE, outcome=stored
-        )
-    return WebhookOutcome(
-        event_id=webhook.event_id, handled=handled, outcome=words, refusal=refusal
-    )
+class WebhookUseCases(PurchaseUseCases):
+    """The payment webhook's use case, a method of `ClubApplication`."""
 
+    def receive_webhook(
+        self, webhook: Webhook, *, records: WebhookRecords
+    ) -> WebhookOutcome:
+        """Record the fact a verified webhook reports, once per event id. A fact the
+        purchase refuses is kept as the outcome (the provider cannot make it right by
+        resending); a key that names no purchase of ours records nothing."""
+        first = records.outcome_of(webhook.event_id)
+        if first is not None:
+            return WebhookOutcome(
+                event_id=webhook.event_id, handled=Handled.DUPLICATE, outcome=first
+            )
+        purchase_id = purchase_id_from_key(webhook.idempotency_key)
+        handled, words, refusal = self._record_fact(webhook, purchase_id)
+        if handled is Handled.NO_SUCH_PURCHASE:
+            purchase_id = None
+        stored = records.accept(
+            event_id=webhook.event_id,
+            type_=webhook.type.value,
+            purchase_id=purchase_id,
+            outcome=words,
+        )
+        if stored != words:  # a racing redelivery kept its words first
+            return WebhookOutcome(
+                event_id=webhook.event_id, handled=Handled.DUPLICATE, outcome=stored
+            )
+        return WebhookOutcome(
+            event_id=webhook.event_id, handled=handled, outcome=words, refusal=refusal
+        )
 
-def _record_fact(
-    purchases: PaymentFactRecorder, webhook: Webhook, purchase_id: UUID | None
-) -> tuple[Handled, str, str | None]:
-    """What the fact did, the words kept for it, and the rule's refusal if any."""
-    if purchase_id is None:
-        return Handled.NO_SUCH_PURCHASE, Handled.NO_SUCH_PURCHASE.value, None
-    try:
-        if webhook.type is WebhookType.PAYMENT_CAPTURED:
-            view = purchases.record_payment_captured(
-                purchase_id,
-                payment_id=webhook.payment_id,
-                amount_cents=webhook.amount_cents,
-            )
-        elif webhook.type is WebhookType.PAYMENT_DECLINED:
-            view = purchases.record_payment_declined(
-                purchase_id, reason="the provider reported a decline"
-            )
-        else:
-            view = purchases.record_refunded(
-                purchase_id, refund_id=webhook.refund_id or webhook.payment_id
-            )
-    except NotFoundError:
-        return Handled.NO_SUCH_PURCHASE, Handled.NO_SUCH_PURCHASE.value, None
-    except DomainError as error:
-        return Handled.REFUSED, f"refused: {error}", str(error)
-    return Handled.RECORDED, f"recorded; purchase {view.status}", None
+    def _record_fact(
+        self, webhook: Webhook, purchase_id: UUID | None
+    ) -> tuple[Handled, str, str | None]:
+        """What the fact did, the words kept for it, and the rule's refusal if any."""
+        if purchase_id is None:
+            return Handled.NO_SUCH_PURCHASE, Handled.NO_SUCH_PURCHASE.value, None
+        try:
+            if webhook.type is WebhookType.PAYMENT_CAPTURED:
+                view = self.record_payment_captured(
+                    purchase_id,
+                    payment_id=webhook.payment_id,
+                    amount_cents=webhook.amount_cents,
+                )
+            elif webhook.type is WebhookType.PAYMENT_DECLINED:
+                view = self.record_payment_declined(
+                    purchase_id, reason="the provider reported a decline"
+                )
+            else:
+                view = self.record_refunded(
+                    purchase_id, refund_id=webhook.refund_id or webhook.payment_id
+                )
+        except NotFoundError:
+            return Handled.NO_SUCH_PURCHASE, Handled.NO_SUCH_PURCHASE.value, None
+        except DomainError as error:
+            return Handled.REFUSED, f"refused: {error}", str(error)
+        return Handled.RECORDED, f"recorded; purchase {view.status}", None

@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
 from application.club import ClubApplication
-from application.commands import EnrollStudent
-from application.exports import RequestExport, request_export
+from application.commands import EnrollStudent, RequestExport
 from domain.export import Export
 from domain.student import StudentProfile
 from entrypoints.cli.demo import (
@@ -44,8 +43,7 @@ def export_requested(
     app: ClubApplication, lesson_id: UUID, requested_at: datetime | None = None
 ) -> Export:
     """A roster export asked for through the use case: now, unless `requested_at`."""
-    return request_export(
-        app,
+    return app.request_export(
         RequestExport(
             export_id=uuid4(),
             lesson_id=lesson_id,

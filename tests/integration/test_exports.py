@@ -28,7 +28,6 @@ from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres.first_failures import FirstFailures
 from application.commands import EnrollStudent, ScheduleLesson
 from application.contracts.envelope import Envelope
-from application.exports import get_export
 from application.notifications import Outcome, RetryPolicy
 from domain.export import ExportStatus
 from domain.student import StudentProfile
@@ -359,7 +358,7 @@ def test_a_redelivered_request_for_a_finished_export_changes_nothing(
     make = export_worker_for(container, data_dir, files)
     with running(servers[1], make):
         eventually(lambda: status_of(api, operation_id) == "succeeded")
-    done = get_export(container.app, UUID(operation_id))
+    done = container.app.get_export(UUID(operation_id))
     written = files.path_for(done.id).stat().st_mtime_ns
 
     async def redeliver(js: JetStreamContext, _nc: object) -> int:
@@ -381,7 +380,7 @@ def test_a_redelivered_request_for_a_finished_export_changes_nothing(
 
     with running(servers[1], make):
         eventually(lambda: asyncio.run(with_js(servers[1], consumed)))
-    again = get_export(container.app, done.id)
+    again = container.app.get_export(done.id)
     assert again.version == done.version  # no new event recorded
     assert files.writes == [done.id]  # the file was written once
     assert files.path_for(done.id).stat().st_mtime_ns == written
@@ -406,7 +405,7 @@ def test_an_export_past_the_age_limit_is_reported_and_still_completes(
 
     def finished() -> bool:
         return all(
-            get_export(container.app, e.id).status is ExportStatus.SUCCEEDED
+            container.app.get_export(e.id).status is ExportStatus.SUCCEEDED
             for e in (old, fresh)
         )
 
@@ -456,15 +455,13 @@ def test_a_long_export_keeps_its_lease_with_in_progress_acks(
 
     with running(servers[1], make):
         eventually(
-            lambda: (
-                get_export(container.app, export.id).status is ExportStatus.SUCCEEDED
-            )
+            lambda: container.app.get_export(export.id).status is ExportStatus.SUCCEEDED
         )
         time.sleep(1.5)  # a redelivery would have started by now
     runs = files.writes.count(export.id)
     if keeps_lease:
         assert runs == 1
-        assert get_export(container.app, export.id).attempts == 1
+        assert container.app.get_export(export.id).attempts == 1
     else:
         assert runs >= 2  # what the heartbeat prevents
 
@@ -499,7 +496,7 @@ def test_a_pile_of_exports_does_not_delay_a_confirmation_email(
         eventually(lambda: sent(container, enrollment_id), seconds=10)
         took = time.monotonic() - committed  # commit -> e-mail accepted
         finished = sum(
-            get_export(container.app, e).finished for e in pile
+            container.app.get_export(e).finished for e in pile
         )  # still queued behind two slots
     assert took < 5.0  # while 50 exports of 2 s each wait for two slots
     assert finished < len(pile) / 2  # most of the pile was still waiting

@@ -16,7 +16,7 @@ from application.commands import EnrollStudent, ScheduleLesson
 from application.contracts.envelope import Envelope
 from application.notifications import provider_key, request_for
 from application.purchase_lookup import purchase_facts_from
-from application.purchases import Purchases, enrollment_id_of
+from application.purchases import enrollment_id_of
 from domain.student import StudentProfile
 from entrypoints.runtime import work_classes
 from tests.integration.helpers import make_relay, relay_all, stream_messages, with_js
@@ -44,7 +44,7 @@ def run_the_three_purchases(container, tag: str) -> dict[str, UUID]:
             price_cents=PRICE,
         )
     )
-    purchases = Purchases(app)
+    purchases = app
     now = datetime.now(UTC)
     later = now + timedelta(seconds=901)
     ids = {}
@@ -55,7 +55,7 @@ def run_the_three_purchases(container, tag: str) -> dict[str, UUID]:
                 student_id=student, email=f"{student}@example.org", name=name.title()
             )
         )
-        view = purchases.reserve(
+        view = purchases.reserve_purchase(
             lesson_id=lesson_id, student_id=student, request_id=student,
             now=now, hold_seconds=900,
         )  # fmt: skip
@@ -175,7 +175,7 @@ def test_the_lookup_knows_a_bought_seat_from_a_plain_enrollment(container) -> No
     bought; a direct enrollment and an unknown id are not."""
     tag = uuid4().hex[:8]
     ids = run_the_three_purchases(container, tag)
-    app, purchases = container.app, Purchases(container.app)
+    app = purchases = container.app
     other = app.schedule_lesson(
         ScheduleLesson(
             lesson_id=uuid4(), title="Other", capacity=1,

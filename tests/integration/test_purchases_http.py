@@ -18,7 +18,6 @@ from prometheus_client import REGISTRY
 
 from adapters.postgres.tables import payment_webhooks, refused_webhooks, saga_deadlines
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, sign
-from application.purchases import Purchases
 from entrypoints.runtime.api import create_app
 from tests.api_client import ClubClient
 
@@ -200,7 +199,7 @@ def test_a_capture_is_recorded_once_deduped_by_event_id_and_wakes_the_saga(
     api, container
 ) -> None:
     purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
-    Purchases(container.app).request_payment(
+    container.app.request_payment(
         UUID(purchase_id), next_check_at=datetime.now(UTC) + timedelta(hours=1)
     )
     event_id = f"evt_{uuid4().hex}"
@@ -228,7 +227,7 @@ def test_a_capture_is_recorded_once_deduped_by_event_id_and_wakes_the_saga(
 
 def test_a_fact_the_purchase_refuses_is_kept_as_the_outcome(api, container) -> None:
     purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
-    Purchases(container.app).request_payment(
+    container.app.request_payment(
         UUID(purchase_id), next_check_at=datetime.now(UTC) + timedelta(hours=1)
     )
     assert post_webhook(api, captured(purchase_id, f"evt_{uuid4().hex}")).is_success
@@ -258,7 +257,7 @@ def test_a_webhook_naming_no_purchase_of_ours_records_nothing(api) -> None:
 def late_payment(api, container, lesson_id: str) -> str:
     """A purchase whose hold expired, then paid: an alternative is on offer."""
     purchase_id = reserve(api, lesson_id, student(api)).json()["purchase_id"]
-    purchases, pid = Purchases(container.app), UUID(purchase_id)
+    purchases, pid = container.app, UUID(purchase_id)
     now = datetime.now(UTC)
     purchases.request_payment(pid, next_check_at=now + timedelta(hours=1))
     purchases.expire_hold(pid, now=now + timedelta(seconds=HOLD_S + 1))

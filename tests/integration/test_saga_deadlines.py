@@ -16,7 +16,6 @@ from adapters.postgres.deadlines import Claim, SagaDeadlines
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.postgres.tables import saga_deadlines
 from application.commands import ScheduleLesson
-from application.purchases import Purchases
 from domain.student import StudentProfile
 
 
@@ -130,7 +129,7 @@ def test_a_reservation_nobody_nudged_is_found_in_the_notification_log(
     container.students.save(
         StudentProfile.create(student_id="feed-ann", email="a@example.org", name="A")
     )
-    view = Purchases(container.app).reserve(
+    view = container.app.reserve_purchase(
         lesson_id=lesson_id,
         student_id="feed-ann",
         request_id=uuid4().hex,

@@ -16,7 +16,6 @@ from eventsourcing.utils import EnvType
 
 from application.club import ClubApplication
 from application.commands import ScheduleLesson
-from application.purchases import Purchases
 from application.saga import SagaPolicy
 from application.saga_runner import PurchaseSaga
 from domain.purchase import Purchase
@@ -42,7 +41,7 @@ class World:
         self._bind()
 
     def _bind(self) -> None:
-        self.purchases = Purchases(self.app)
+        self.purchases = self.app  # the purchase's use cases are the app's methods
         self.saga = PurchaseSaga(
             purchases=self.purchases,
             provider=self.provider,
@@ -62,7 +61,7 @@ class World:
         )
 
     def reserve(self, lesson_id: UUID, student_id: str, key: str = "") -> UUID:
-        view = self.purchases.reserve(
+        view = self.purchases.reserve_purchase(
             lesson_id=lesson_id,
             student_id=student_id,
             request_id=key or f"key-{student_id}-{uuid4()}",
@@ -92,7 +91,7 @@ class World:
         return purchase_id
 
     def get(self, purchase_id: UUID) -> Purchase:
-        return self.purchases.get(purchase_id)
+        return self.purchases.get_purchase(purchase_id)
 
     def webhook_captured(self, purchase_id: UUID) -> None:
         """What the webhook route records: a fact, nothing decided."""

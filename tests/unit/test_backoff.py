@@ -10,7 +10,7 @@ from adapters import saga_process
 from adapters.nats import consumer, worker
 from adapters.nats.streams import POISON_ATTEMPTS
 from adapters.transient import Backoff
-from application import club
+from application import club_store
 from application.backoff import BackoffPolicy, Jitter, doubled
 from application.notifications import RetryPolicy
 from application.saga import SagaPolicy
@@ -154,8 +154,10 @@ def test_a_failing_saga_step_waits_as_before() -> None:
 def test_a_write_that_lost_a_race_waits_as_before() -> None:
     # Before: uniform(0, min(0.05, 0.001 * 2**attempt)), attempt from 0.
     for attempt in range(12):
-        assert club.CONFLICT_RETRY.ceiling(attempt + 1) == min(0.05, 0.001 * 2**attempt)
-    assert club.CONFLICT_RETRY.jitter is Jitter.FULL
+        assert club_store.CONFLICT_RETRY.ceiling(attempt + 1) == min(
+            0.05, 0.001 * 2**attempt
+        )
+    assert club_store.CONFLICT_RETRY.jitter is Jitter.FULL
 
 
 def test_the_sagas_backoff_draws_as_before() -> None:

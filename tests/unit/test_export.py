@@ -15,10 +15,9 @@ import pytest
 
 from adapters.exports.csv_files import CsvExportFiles, csv_text, neutralised
 from application.club import ClubApplication
-from application.commands import EnrollStudent, ScheduleLesson
+from application.commands import EnrollStudent, RequestExport, ScheduleLesson
 from application.errors import NotFoundError
 from application.export_runner import AgeLimit, ExportRunner
-from application.exports import RequestExport, get_export, request_export
 from application.notifications import Done, Retry, RetryPolicy
 from domain.export import (
     Export,
@@ -193,7 +192,7 @@ def test_the_runner_exports_the_roster_as_the_request_saw_it(tmp_path: Path) -> 
     app = ClubApplication()
     lesson_id = lesson_with(app, "ann", "bob")
     cmd = RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=NOW)
-    export = request_export(app, cmd)
+    export = app.request_export(cmd)
     lesson_with_more = app.get_lesson(lesson_id)
     lesson_with_more.take_seat(enrollment_id=uuid4(), student_id="late")
     app.save(lesson_with_more)  # after the request: not in this export
@@ -202,14 +201,14 @@ def test_the_runner_exports_the_roster_as_the_request_saw_it(tmp_path: Path) -> 
         app=app, names=Names({"ann": "=Ann", "bob": "Bob"}), files=files
     )
     assert runner.handle(export.id) == Done()
-    done = get_export(app, export.id)
+    done = app.get_export(export.id)
     assert (done.status, done.rows, done.attempts) == (ExportStatus.SUCCEEDED, 2, 1)
     text = files.path_for(export.id).read_text(encoding="utf-8-sig")
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["enrollment_id", "student_id", "name"]
     assert [r[1:] for r in rows[1:]] == [["ann", "'=Ann"], ["bob", "Bob"]]
     assert runner.handle(export.id) == Done()  # a redelivery changes nothing
-    assert get_export(app, export.id).version == done.version
+    assert app.get_export(export.id).version == done.version
 
 
 def test_a_disk_that_stays_full_fails_the_export_after_the_attempt_limit(
@@ -217,13 +216,13 @@ def test_a_disk_that_stays_full_fails_the_export_after_the_attempt_limit(
 ) -> None:
     app = ClubApplication()
     cmd = RequestExport(export_id=uuid4(), lesson_id=lesson_with(app), requested_at=NOW)
-    export = request_export(app, cmd)
+    export = app.request_export(cmd)
     policy = RetryPolicy(max_attempts=2, first_delay=0.01, max_delay=0.01)
     runner = ExportRunner(app=app, names=Names({}), files=BrokenDisk(), policy=policy)
     assert isinstance(runner.handle(export.id), Retry)
-    assert get_export(app, export.id).status is ExportStatus.RUNNING
+    assert app.get_export(export.id).status is ExportStatus.RUNNING
     assert runner.handle(export.id) == Done()
-    failed = get_export(app, export.id)
+    failed = app.get_export(export.id)
     assert failed.status is ExportStatus.FAILED
     assert failed.error is not None
     assert "No space left on device" in failed.error
@@ -241,28 +240,28 @@ def test_an_old_request_is_reported_and_still_runs(tmp_path: Path) -> None:
         age_limit=limit,
         clock=lambda: NOW,
     )
-    fresh = request_export(
-        app, RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=NOW)
+    fresh = app.request_export(
+        RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=NOW)
     )
     old_at = NOW - timedelta(seconds=301)
-    old = request_export(
-        app, RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=old_at)
+    old = app.request_export(
+        RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=old_at)
     )
     assert runner.handle(fresh.id) == Done()
     assert reported == []
     assert runner.handle(old.id) == Done()
     assert reported == [(old.id, 301.0)]
-    assert get_export(app, old.id).status is ExportStatus.SUCCEEDED
+    assert app.get_export(old.id).status is ExportStatus.SUCCEEDED
 
 
 def test_an_unknown_lesson_or_operation_is_not_found() -> None:
     app = ClubApplication()
     with pytest.raises(NotFoundError):
-        request_export(
-            app, RequestExport(export_id=uuid4(), lesson_id=uuid4(), requested_at=NOW)
+        app.request_export(
+            RequestExport(export_id=uuid4(), lesson_id=uuid4(), requested_at=NOW)
         )
     with pytest.raises(NotFoundError):
-        get_export(app, lesson_with(app))  # a lesson's id is no operation
+        app.get_export(lesson_with(app))  # a lesson's id is no operation
 
 
 class RestartedMeanwhile(CsvExportFiles):
@@ -275,7 +274,7 @@ class RestartedMeanwhile(CsvExportFiles):
     def write(
         self, export_id: UUID, header: Sequence[str], rows: Sequence[Sequence[str]]
     ) -> str:
-        other_run = get_export(self._app, export_id)
+        other_run = self._app.get_export(export_id)
         other_run.start(now=NOW)
         self._app.save(other_run)
         return super().write(export_id, header, rows)
@@ -288,11 +287,11 @@ def test_a_run_that_finishes_while_a_redelivery_restarted_it_still_succeeds(
     restarts it and every finished run loses the race to record it."""
     app = ClubApplication()
     cmd = RequestExport(export_id=uuid4(), lesson_id=lesson_with(app), requested_at=NOW)
-    export = request_export(app, cmd)
+    export = app.request_export(cmd)
     files = RestartedMeanwhile(tmp_path, app)
     runner = ExportRunner(app=app, names=Names({}), files=files)
     assert runner.handle(export.id) == Done()
-    done = get_export(app, export.id)
+    done = app.get_export(export.id)
     assert (done.status, done.attempts) == (ExportStatus.SUCCEEDED, 2)
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
 from application.payment_webhook import Webhook, WebhookType
-from application.webhook_receipt import Handled, receive_webhook
+from application.webhook_receipt import Handled
 from tests.unit.saga_world import World
 
 
@@ -55,7 +55,7 @@ def test_a_capture_is_recorded_and_kept_with_its_event_id() -> None:
     w, purchase_id, key = charged()
     records = Records()
     fact = webhook(key)
-    got = receive_webhook(fact, purchases=w.purchases, records=records)
+    got = w.app.receive_webhook(fact, records=records)
     assert got.handled is Handled.RECORDED
     assert got.outcome == "recorded; purchase captured"
     assert not got.duplicate
@@ -67,9 +67,9 @@ def test_a_redelivery_is_answered_from_the_first_and_records_nothing() -> None:
     w, purchase_id, key = charged()
     records = Records()
     fact = webhook(key)
-    receive_webhook(fact, purchases=w.purchases, records=records)
+    w.app.receive_webhook(fact, records=records)
     version = w.get(purchase_id).version
-    again = receive_webhook(fact, purchases=w.purchases, records=records)
+    again = w.app.receive_webhook(fact, records=records)
     assert again.handled is Handled.DUPLICATE
     assert again.duplicate
     assert again.outcome == "recorded; purchase captured"
@@ -80,7 +80,7 @@ def test_a_racing_redelivery_s_words_win() -> None:
     w, _, key = charged()
     records = Records()
     records.racing = "recorded; purchase captured (first)"
-    got = receive_webhook(webhook(key), purchases=w.purchases, records=records)
+    got = w.app.receive_webhook(webhook(key), records=records)
     assert got.handled is Handled.DUPLICATE
     assert got.outcome == records.racing
 
@@ -88,9 +88,9 @@ def test_a_racing_redelivery_s_words_win() -> None:
 def test_a_fact_the_purchase_refuses_is_kept_as_the_outcome() -> None:
     w, _, key = charged()
     records = Records()
-    receive_webhook(webhook(key), purchases=w.purchases, records=records)
-    forged = receive_webhook(
-        webhook(key, payment_id="pay_forged"), purchases=w.purchases, records=records
+    w.app.receive_webhook(webhook(key), records=records)
+    forged = w.app.receive_webhook(
+        webhook(key, payment_id="pay_forged"), records=records
     )
     assert forged.handled is Handled.REFUSED
     assert forged.refusal
@@ -102,7 +102,7 @@ def test_a_key_naming_no_purchase_of_ours_wakes_nothing() -> None:
     records = Records()
     for key in ("someone-elses-key", f"purchase-{uuid4()}"):
         fact = webhook(key)
-        got = receive_webhook(fact, purchases=w.purchases, records=records)
+        got = w.app.receive_webhook(fact, records=records)
         assert got.handled is Handled.NO_SUCH_PURCHASE
         assert got.outcome == "no such purchase"
         assert records.kept[fact.event_id] == (None, "no such purchase")

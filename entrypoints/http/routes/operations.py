@@ -17,13 +17,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel
 
-from application.exports import (
-    RequestExport,
-    export_id_for,
-    get_export,
-    request_export,
-    request_export_once,
-)
+from application.commands import RequestExport
+from application.exports import export_id_for
 from domain.export import Export, ExportStatus
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.http.api_docs import PROBLEM_SCHEMA, links, merged, problems
@@ -94,13 +89,11 @@ def post_roster_export(
     app, now = container.app, datetime.now(UTC)
     if key is None:
         cmd = RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=now)
-        return accepted(request_export(app, cmd))
+        return accepted(app.request_export(cmd))
     cmd = RequestExport(
         export_id=export_id_for(lesson_id, key), lesson_id=lesson_id, requested_at=now
     )
-    return run_once(
-        request, key, None, partial(request_export_once, app, cmd), accepted
-    )
+    return run_once(request, key, None, partial(app.request_export_once, cmd), accepted)
 
 
 @router.get(
@@ -112,7 +105,7 @@ def post_roster_export(
 def get_operation(
     operation_id: UUID, container: ContainerDep, directory: ExportsDir
 ) -> OperationOut:
-    export = get_export(container.app, operation_id)
+    export = container.app.get_export(operation_id)
     return operation_out(export, kept=_result_path(export, directory).is_file())
 
 
@@ -130,7 +123,7 @@ def get_operation(
 def get_operation_result(
     operation_id: UUID, container: ContainerDep, directory: ExportsDir
 ) -> Response:
-    export = get_export(container.app, operation_id)
+    export = container.app.get_export(operation_id)
     if export.status is not ExportStatus.SUCCEEDED or export.result_name is None:
         return _not_ready(export)
     path = _result_path(export, directory)

@@ -4,10 +4,9 @@ consent to another lesson for a payment that came too late."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from application.idempotency import (
@@ -18,7 +17,6 @@ from application.idempotency import (
 )
 from application.idempotency import Request as KeyedRequest
 from application.purchase_view import PurchaseView
-from application.purchases import Purchases
 from domain.errors import NoAlternativeOfferedError
 from domain.purchase import Status
 from domain.student import check_student_id
@@ -37,13 +35,6 @@ PURCHASE_LINKS = links(
 )
 
 
-def _purchases(container: ContainerDep) -> Purchases:
-    return Purchases(container.app)
-
-
-PurchasesDep = Annotated[Purchases, Depends(_purchases)]
-
-
 @router.post(
     "/lessons/{lesson_id}/purchases",
     status_code=201,
@@ -51,12 +42,11 @@ PurchasesDep = Annotated[Purchases, Depends(_purchases)]
     response_model=PurchaseOut,
     responses=merged({201: PURCHASE_LINKS}, problems(400, 404, 409, 413, 422, 503)),
 )
-def post_purchase(  # noqa: PLR0917 - FastAPI passes what the route declares
+def post_purchase(
     lesson_id: UUID,
     body: PurchaseIn,
     request: Request,
     container: ContainerDep,
-    purchases: PurchasesDep,
     key: RequiredIdempotencyKey,
 ) -> Response:
     student_id = check_student_id(body.student_id)
@@ -73,7 +63,7 @@ def post_purchase(  # noqa: PLR0917 - FastAPI passes what the route declares
             return replay(keyed, recorded)
         outcome: object
         try:
-            outcome = purchases.reserve(
+            outcome = container.app.reserve_purchase(
                 lesson_id=lesson_id,
                 student_id=student_id,
                 request_id=key,
@@ -101,8 +91,8 @@ def post_purchase(  # noqa: PLR0917 - FastAPI passes what the route declares
     operation_id="get_purchase",
     responses=problems(404, 422, 503),
 )
-def get_purchase(purchase_id: UUID, purchases: PurchasesDep) -> PurchaseOut:
-    return purchase_out(purchases.view(purchase_id))
+def get_purchase(purchase_id: UUID, container: ContainerDep) -> PurchaseOut:
+    return purchase_out(container.app.view_purchase(purchase_id))
 
 
 @router.post(
@@ -113,12 +103,11 @@ def get_purchase(purchase_id: UUID, purchases: PurchasesDep) -> PurchaseOut:
 def post_alternative(
     purchase_id: UUID,
     body: AlternativeIn,
-    purchases: PurchasesDep,
     container: ContainerDep,
 ) -> PurchaseOut:
     """The student's consent: the late payment buys a new seat in `lesson_id`
     (never an added one: a full lesson answers 409 and the offer stands)."""
-    current = purchases.get(purchase_id)
+    current = container.app.get_purchase(purchase_id)
     if current.status is not Status.ALTERNATIVE_OFFERED and (
         current.alternative_purchase_id is None
     ):
@@ -126,7 +115,7 @@ def post_alternative(
         # the lesson's price with a payment that never came.
         msg = f"purchase {purchase_id} is {current.status}: no alternative is on offer"
         raise NoAlternativeOfferedError(msg)
-    view = purchases.accept_alternative(
+    view = container.app.accept_alternative(
         purchase_id, lesson_id=body.lesson_id, now=datetime.now(UTC)
     )
     if view.alternative_purchase_id is not None:

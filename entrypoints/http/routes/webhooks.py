@@ -2,8 +2,8 @@
 
 The signature is checked over the raw body before anything is read (401, and the
 refusal is kept: a row in `refused_webhooks` and a counter). A signed, readable
-event goes through `application.payment_webhook.receive_webhook`, which records its
-fact once per event id; the route maps what it did to the answer.
+event goes through `ClubApplication.receive_webhook` (application/webhook_receipt.py),
+which records its fact once per event id; the route maps what it did to the answer.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 
 from application.payment_webhook import SIGNATURE_HEADER, Webhook, verify_signature
-from application.purchases import Purchases
-from application.webhook_receipt import Handled, WebhookOutcome, receive_webhook
+from application.webhook_receipt import Handled, WebhookOutcome
 from entrypoints.config.container import Container
 from entrypoints.http.api_docs import problems
 from entrypoints.http.deps import ContainerDep
@@ -82,9 +81,7 @@ def _receive(
         webhook = Webhook.from_json(body)
     except ValueError as error:
         return _refuse(container, "unreadable", remote, body, 422, str(error))
-    received = receive_webhook(
-        webhook, purchases=Purchases(container.app), records=container.webhooks
-    )
+    received = container.app.receive_webhook(webhook, records=container.webhooks)
     return _answer(received)
 
 

@@ -1,0 +1,56 @@
+"""The one event store every use case saves in, and what they all read from it.
+
+`ClubApplication` is this store with every use case on it; each area's use cases
+live in their own module as a base class of it (`purchases.py`, `exports.py`),
+so one `save()` still commits a purchase, its lesson and its enrollment together.
+"""
+
+from __future__ import annotations
+
+import time
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.utils import EnvType
+
+from application.backoff import BackoffPolicy, Jitter
+from application.errors import NotFoundError
+from application.ports import AnswerStore, StudentDirectory
+from domain.lesson import Lesson
+
+MAX_ATTEMPTS = 50
+# A write that lost a race to another writer: 1 ms doubling to 50 ms, full jitter.
+CONFLICT_RETRY = BackoffPolicy(first=0.001, cap=0.05, jitter=Jitter.FULL)
+
+
+class ClubStore(Application[UUID]):
+    def __init__(
+        self,
+        env: EnvType | None = None,
+        *,
+        students: StudentDirectory | None = None,
+        answers: AnswerStore | None = None,
+    ) -> None:
+        super().__init__(env)
+        self.students = students
+        self.answers = answers
+
+    def get_lesson(self, lesson_id: UUID) -> Lesson:
+        try:
+            lesson: object = self.repository.get(lesson_id)
+        except AggregateNotFoundError:
+            raise NotFoundError("lesson", lesson_id) from None
+        if not isinstance(lesson, Lesson):
+            raise NotFoundError("lesson", lesson_id)
+        return lesson
+
+    def _answers(self) -> AnswerStore:
+        if self.answers is None:
+            raise RuntimeError("idempotent use cases need an AnswerStore")
+        return self.answers
+
+
+def back_off(attempt: int) -> None:
+    """A jittered, growing pause: colliding writers spread out, not re-collide.
+    `attempt` counts from 0 (the attempt that just lost the race)."""
+    time.sleep(CONFLICT_RETRY.delay(attempt + 1))
