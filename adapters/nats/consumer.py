@@ -16,6 +16,10 @@ Nothing a message contains can stop the runner:
   JetStream has delivered it `poison_attempts` times, dead-lettered with its
   reason, its owner (CLUB_DLQ_OWNERS, by the event's type) and that time;
 - a failure of the connection (TRANSIENT) NAKs the batch and is waited out.
+
+Reading, the poison bound, first failures and dead-lettering are the job worker's
+too (adapters/nats/delivery.py); the batch, the inbox transaction and the position
+are this runner's own.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from datetime import UTC, datetime
 from uuid import UUID
 
 import attrs
@@ -43,8 +46,9 @@ from adapters.metrics import (
     count_retries,
     observe_wait,
 )
-from adapters.nats.dead_letters import Owner, Unreadable, dead_letter
-from adapters.nats.dlq import ensure_replay_consumer, original_subject, replay_durable
+from adapters.nats.dead_letters import Owner, Unreadable
+from adapters.nats.delivery import DeliveryRuntime, decode
+from adapters.nats.dlq import ensure_replay_consumer, replay_durable
 from adapters.nats.streams import (
     ACK_WAIT_S,
     EVENTS_STREAM,
@@ -52,7 +56,7 @@ from adapters.nats.streams import (
     REPLAY_STREAM,
     ensure_consumer,
 )
-from adapters.postgres.first_failures import FailureKey, FirstFailures
+from adapters.postgres.first_failures import FirstFailures
 from adapters.postgres.inbox import (
     Applied,
     Apply,
@@ -64,7 +68,7 @@ from adapters.postgres.inbox import (
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
 from application.backoff import BackoffPolicy, Jitter
-from application.contracts.envelope import Envelope, MalformedEnvelopeError
+from application.contracts.envelope import MalformedEnvelopeError
 from application.contracts.mapping import UnknownSchemaError
 from application.contracts.meaning import meaning_digest
 from application.dlq_owners import DlqOwners
@@ -117,14 +121,21 @@ class ConsumerRunner:
         self._apply = apply
         self._js = js
         self._engine = engine
-        # None: no rules, every dead letter names the default owner.
-        self._owner = owner or DlqOwners().for_consumer(name)
         self._batch_size = batch_size
         self._fetch_timeout = fetch_timeout
         self._ack_wait = ack_wait
-        self._poison_attempts = poison_attempts
-        self._poison_retry = poison_retry
-        self._failures = FirstFailures(engine)
+        # Unreadable, poison, given up: the same bookkeeping as a job worker's.
+        self._delivery = DeliveryRuntime(
+            name=name,
+            js=js,
+            # None: no rules, every dead letter names the default owner.
+            owner=owner or DlqOwners().for_consumer(name),
+            failures=FirstFailures(engine),
+            role="consumer",
+            order=ORDER_NOTE,
+            poison_attempts=poison_attempts,
+            poison_retry=poison_retry,
+        )
         # Events that failed alone before: a batch holding one goes straight to
         # the isolated path instead of failing whole once more.
         self._suspects: set[UUID] = set()
@@ -204,25 +215,10 @@ class ConsumerRunner:
         outcome.dead.extend(unreadable)
         unsettled = {id(item.msg) for item in outcome.dead}
         unsettled |= {id(item.msg) for item in outcome.retrying}
-        if outcome.dead:
-            firsts = await self._first_failures(outcome.dead)
-            for dead in outcome.dead:
-                # The relay publishes each event under its id (Nats-Msg-Id).
-                event_id = (dead.msg.headers or {}).get("Nats-Msg-Id", "")
-                with bound_contextvars(event_id=event_id):
-                    await dead_letter(
-                        self._js,
-                        self.name,
-                        dead,
-                        self._owner,
-                        ORDER_NOTE,
-                        first_failed_at=firsts.get(id(dead), datetime.now(UTC))
-                        if firsts is not None
-                        else None,
-                    )
-            await self._forget([dead.msg for dead in outcome.dead])
+        if outcome.dead:  # a lost publish is raised: the rest is redelivered
+            await self._delivery.give_up(outcome.dead, name_events=True)
         for retry in outcome.retrying:
-            await retry.msg.nak(delay=self._poison_delay(retry.msg))
+            await retry.msg.nak(delay=self._delivery.retry_delay(retry.msg))
         for msg in msgs:
             if id(msg) not in unsettled:
                 await self._acknowledge(msg)
@@ -230,35 +226,6 @@ class ConsumerRunner:
 
     async def _acknowledge(self, msg: Msg) -> None:
         await msg.ack()
-
-    async def _first_failures(
-        self, dead: list[Unreadable]
-    ) -> dict[int, datetime] | None:
-        """Each dead letter's recorded first failure, by `id(item)`; one not there
-        fails for the first time now. None: the table could not be read, and the
-        entries say nothing rather than a wrong time."""
-        keys = {id(d): self._key(d.msg) for d in dead if _redelivered(d.msg)}
-        if not keys:
-            return {}
-        try:
-            found = await asyncio.to_thread(self._failures.first, list(keys.values()))
-        except TRANSIENT as e:
-            log.warning("consumer.first_failure_unread", error=describe(e))
-            return None
-        return {item: found[key] for item, key in keys.items() if key in found}
-
-    async def _forget(self, msgs: list[Msg]) -> None:
-        keys = [self._key(msg) for msg in msgs if _redelivered(msg)]
-        if not keys:
-            return
-        try:
-            await asyncio.to_thread(self._failures.forget, keys)
-        except TRANSIENT as e:  # a row left over is harmless
-            log.warning("consumer.first_failure_kept", error=describe(e))
-
-    def _key(self, msg: Msg) -> FailureKey:
-        meta = msg.metadata
-        return FailureKey(self.name, meta.stream, meta.sequence.stream, meta.timestamp)
 
     def _commit(
         self, batch: list[Incoming], dead_seqs: list[int], *, moves_position: bool
@@ -293,8 +260,8 @@ class ConsumerRunner:
             if last := max([*dead_seqs, *settled], default=0):
                 advance(conn, self.name, last)
             # With the attempt it times: a retry's first failure, for its dead letter.
-            failed = [self._key(item.msg) for item in outcome.retrying]
-            self._failures.record(failed, datetime.now(UTC), within=conn)
+            failed = [item.msg for item in outcome.retrying]
+            self._delivery.record(failed, within=conn)
         return outcome
 
     def _outcome(self, batch: list[Incoming], result: Applied) -> BatchOutcome:
@@ -305,13 +272,10 @@ class ConsumerRunner:
         )
         for index, error in result.poisoned:
             item = batch[index]
-            given_up = item.msg.metadata.num_delivered >= self._poison_attempts
-            self._poisoned(item, error, given_up=given_up)
-            if given_up:
-                reason = f"poison: {describe(error)}"
-                outcome.dead.append(
-                    Unreadable(item.msg, item.delivery.stream_seq, reason)
-                )
+            dead = self._delivery.poisoned(item.msg, error)
+            self._poisoned(item, error, given_up=dead is not None)
+            if dead is not None:
+                outcome.dead.append(dead)
             else:
                 outcome.retrying.append(item)
         return outcome
@@ -327,7 +291,7 @@ class ConsumerRunner:
             correlation_id=str(item.delivery.envelope.aggregate_id),
             stream_seq=item.delivery.stream_seq,
             delivery=item.msg.metadata.num_delivered,
-            of=self._poison_attempts,
+            of=self._delivery.poison_attempts,
             dead_lettered=given_up,
             error=describe(error),
         )
@@ -335,9 +299,6 @@ class ConsumerRunner:
             self._suspects.discard(event_id)
         else:
             self._suspects.add(event_id)
-
-    def _poison_delay(self, msg: Msg) -> float:
-        return self._poison_retry.delay(int(msg.metadata.num_delivered))
 
     def _conflict(self, item: Incoming) -> Unreadable:
         """Same event_id, other meaning: a broken contract, never a silent skip."""
@@ -354,16 +315,13 @@ class ConsumerRunner:
         return Unreadable(item.msg, seq, reason)
 
 
-def _redelivered(msg: Msg) -> bool:
-    return int(msg.metadata.num_delivered or 1) > 1
-
-
 def _read(msg: Msg) -> Incoming | Unreadable:
     """Decode a message; what cannot be read is dead-lettered, whatever was raised."""
+    envelope = decode(msg)
+    if isinstance(envelope, Unreadable):
+        return envelope
     seq = msg.metadata.sequence.stream
     try:
-        subject = original_subject(msg.subject, msg.headers)
-        envelope = Envelope.from_json(subject, msg.data)
         digest = meaning_digest(envelope)  # decodes it: an unreadable one fails here
     except UnknownSchemaError as e:
         return Unreadable(msg, seq, f"unknown-schema: {e}")

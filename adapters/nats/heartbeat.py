@@ -8,8 +8,9 @@ in-progress ack, which restarts the ack_wait clock) every `ack_wait / 3`: two
 beats may be lost before the lease lapses. A worker that dies stops beating, and
 the message is redelivered within one ack_wait, as before.
 
-The job knows nothing of this (the Worker stays generic): the beat runs on the
-event loop beside the job, whose blocking part runs in a thread. The beat follows
+The job knows nothing of this (the Worker stays generic): the beat
+(`DeliveryRuntime.keep_alive`, adapters/nats/delivery.py) runs on the event loop
+beside the job, whose blocking part runs in a thread. The beat follows
 the durable's ack_wait as the broker holds it, read at start, so a durable created
 with another ack_wait than this process was told cannot outlast the beat.
 """
@@ -17,7 +18,6 @@ with another ack_wait than this process was told cannot outlast the beat.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import structlog
@@ -48,18 +48,5 @@ class HeartbeatWorker(Worker):
         await super().run(stop)
 
     async def handle(self, msg: Msg) -> None:
-        beating = asyncio.create_task(self._beat(msg))
-        try:
+        async with self._delivery.keep_alive(msg, self.beat_every):
             await super().handle(msg)
-        finally:
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating
-
-    async def _beat(self, msg: Msg) -> None:
-        while True:
-            await asyncio.sleep(self.beat_every)
-            try:
-                await msg.in_progress()
-            except TRANSIENT as e:  # the next beat may get through
-                log.warning("worker.heartbeat_lost", worker=self.name, error=repr(e))

@@ -25,6 +25,10 @@ into the broker's verbs:
 - any other error (a bug this message meets): NAK with a growing delay
   (`POISON_RETRY`), and after `POISON_ATTEMPTS` deliveries dead-lettered with the
   error: never a worker that exits, never a message retried for ever.
+
+Reading, the poison bound, first failures and dead-lettering are the consumer
+runner's too (adapters/nats/delivery.py); the slots, the rate limit and the rest
+while our side is down are this worker's own.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 
 import attrs
 import structlog
@@ -44,21 +47,16 @@ from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import EVENTS_APPLIED, count_retries, observe_wait
-from adapters.nats.dead_letters import Owner, Unreadable, dead_letter
-from adapters.nats.dlq import (
-    REPLAY_HEADER,
-    ensure_replay_consumer,
-    original_subject,
-    replay_durable,
-)
+from adapters.nats.dead_letters import Owner, Unreadable
+from adapters.nats.delivery import DeliveryRuntime, decode
+from adapters.nats.dlq import REPLAY_HEADER, ensure_replay_consumer, replay_durable
 from adapters.nats.streams import (
     ACK_WAIT_S,
     EVENTS_STREAM,
-    POISON_ATTEMPTS,
     REPLAY_STREAM,
     ensure_consumer,
 )
-from adapters.postgres.first_failures import FailureKey, FirstFailures
+from adapters.postgres.first_failures import FirstFailures
 from adapters.providers.metered import failures_seen, retry_class
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT, Backoff
@@ -163,8 +161,10 @@ class Worker:
         self.name = name
         self._js = js
         self._job = job
-        self._owner = owner
-        self._failures = failures
+        # Unreadable, poison, given up: the same bookkeeping as a consumer's.
+        self._delivery = DeliveryRuntime(
+            name, js, owner, failures, "worker", ORDER_NOTE, poison_retry=POISON_RETRY
+        )
         self._concurrency = concurrency
         self._rate = rate
         self._fetch_timeout = fetch_timeout
@@ -238,21 +238,18 @@ class Worker:
         and, once the message reads, its `event_id` and `correlation_id` (the
         aggregate's id), so the lines of one enrollment can be followed."""
         with bound_contextvars(consumer=self.name):
-            seq = msg.metadata.sequence.stream
             observe_wait(self.name, msg.metadata.num_delivered, msg.metadata.timestamp)
-            subject = original_subject(msg.subject, msg.headers)
-            try:
-                envelope = Envelope.from_json(subject, msg.data)
-            except ValueError as e:
-                await self._give_up(msg, seq, f"malformed: {e}")
+            envelope = decode(msg)
+            if isinstance(envelope, Unreadable):
+                await self._give_up(msg, envelope.reason)
                 return
             with bound_contextvars(
                 event_id=str(envelope.event_id),
                 correlation_id=str(envelope.aggregate_id),
             ):
-                await self._handle(msg, seq, envelope)
+                await self._handle(msg, envelope)
 
-    async def _handle(self, msg: Msg, seq: int, envelope: Envelope) -> None:
+    async def _handle(self, msg: Msg, envelope: Envelope) -> None:
         # A replay starts afresh on its first delivery only: a redelivery of it
         # (a lost term, a crash, a retry) goes on from where the first left off.
         replayed = (msg.headers or {}).get(REPLAY_HEADER) is not None and (
@@ -266,31 +263,31 @@ class Worker:
             if outcome is not None:  # the job wrote to our side: it is back
                 self._failed_waves = 0
         except TRANSIENT as e:  # our database: nothing decided, try again later
-            await self._wait_out(msg, seq, e)
+            await self._wait_out(msg, e)
             return
         except ValueError as e:  # unreadable data or an unknown schema: permanent
-            await self._give_up(msg, seq, f"unreadable: {e}")
+            await self._give_up(msg, f"unreadable: {e}")
             return
         except Exception as e:  # a bug met by this message: bounded, never a loop
+            seq = msg.metadata.sequence.stream
             log.exception("worker.job_failed", worker=self.name, stream_seq=seq)
-            delivered = msg.metadata.num_delivered or 1
-            if delivered >= POISON_ATTEMPTS:
-                await self._give_up(msg, seq, f"poison: {describe(e)}")
+            if dead := self._delivery.poisoned(msg, e):
+                await self._give_up(msg, dead.reason)
             else:
                 count_retries(self.name, "unknown")
                 await self._failed(msg)
-                await _quietly(msg.nak(delay=POISON_RETRY.delay(delivered)))
+                await _quietly(msg.nak(delay=self._delivery.retry_delay(msg)))
             return
         match outcome:
             case None:  # an event that asks this work class for nothing
                 EVENTS_APPLIED.labels(consumer=self.name).inc()
                 await _quietly(msg.ack())
-                await self._forget_failures(msg)
+                await self._delivery.forget([msg])
             case Done():
                 crash_point("worker.after_commit")  # state committed, not acked
                 EVENTS_APPLIED.labels(consumer=self.name).inc()
                 await _quietly(msg.ack())
-                await self._forget_failures(msg)
+                await self._delivery.forget([msg])
             case Retry(delay=delay, reason=reason):
                 log.info(
                     "worker.retry_later", worker=self.name, delay=delay, reason=reason
@@ -299,13 +296,13 @@ class Worker:
                 await self._failed(msg)
                 await _quietly(msg.nak(delay=delay))
             case GiveUp(reason=reason):
-                await self._give_up(msg, seq, reason)
+                await self._give_up(msg, reason)
 
-    async def _wait_out(self, msg: Msg, seq: int, error: Exception) -> None:
+    async def _wait_out(self, msg: Msg, error: Exception) -> None:
         delivered = msg.metadata.num_delivered or 1
         if delivered >= self._outage.attempts:
             reason = f"our side failed on {delivered} deliveries: {describe(error)}"
-            await self._give_up(msg, seq, reason)
+            await self._give_up(msg, reason)
             return
         count_retries(self.name, "transient")
         self._rest_longer()
@@ -323,58 +320,17 @@ class Worker:
             self._failed_waves += 1
             self._resting_until = now + self._outage.delay(self._failed_waves)
 
-    async def _give_up(self, msg: Msg, seq: int, reason: str) -> None:
-        first: datetime | None = datetime.now(UTC)  # unless an earlier one failed
-        if _redelivered(msg):
-            try:
-                key = self._key(msg)
-                found = await asyncio.to_thread(self._failures.first, [key])
-                first = found.get(key, datetime.now(UTC))
-            except TRANSIENT as e:  # the entry says "not known" rather than wait
-                log.warning("worker.first_failure_unread", error=describe(e))
-                first = None
+    async def _failed(self, msg: Msg) -> None:
+        """Its first failure's time, for the dead letter it may become."""
+        await self._delivery.failed(msg)
+
+    async def _give_up(self, msg: Msg, reason: str) -> None:
         # A job's reason may quote what a provider said, an address included.
-        item = Unreadable(msg, seq, without_addresses(reason))
+        item = Unreadable(msg, msg.metadata.sequence.stream, without_addresses(reason))
         try:
-            await dead_letter(
-                self._js,
-                self.name,
-                item,
-                self._owner,
-                ORDER_NOTE,
-                first_failed_at=first,
-            )
+            await self._delivery.give_up([item])
         except TRANSIENT as e:  # the broker: unacked, it comes back after ack_wait
             log.warning("worker.dead_letter_failed", worker=self.name, error=repr(e))
-            return
-        await self._forget_failures(msg)
-
-    async def _failed(self, msg: Msg) -> None:
-        """Its first failure's time, for the dead letter it may become (the broker
-        keeps none, and a NAK cannot add a header)."""
-        try:
-            now = datetime.now(UTC)
-            await asyncio.to_thread(self._failures.record, [self._key(msg)], now)
-        except TRANSIENT as e:  # the retry goes on; a later failure is recorded
-            log.warning("worker.first_failure_unrecorded", error=describe(e))
-
-    async def _forget_failures(self, msg: Msg) -> None:
-        """Settled: a failure recorded for it is no longer needed (a message handled
-        on its first delivery has none, and costs nothing here)."""
-        if not _redelivered(msg):
-            return
-        try:
-            await asyncio.to_thread(self._failures.forget, [self._key(msg)])
-        except TRANSIENT as e:  # a row left over is harmless
-            log.warning("worker.first_failure_kept", error=describe(e))
-
-    def _key(self, msg: Msg) -> FailureKey:
-        meta = msg.metadata
-        return FailureKey(self.name, meta.stream, meta.sequence.stream, meta.timestamp)
-
-
-def _redelivered(msg: Msg) -> bool:
-    return (msg.metadata.num_delivered or 1) > 1
 
 
 async def _quietly(verb: Awaitable[None]) -> None:
