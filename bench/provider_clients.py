@@ -14,8 +14,10 @@ Each send is the e-mail adapter's: `POST /messages`, compact JSON `{to, subject,
 body}`, an `Idempotency-Key`, the answer read to 64 KiB at most, its JSON read for
 `id` and `Idempotent-Replayed` looked at.
 
-- A: today's `adapters.providers.http_client.ProviderPool` (its whole-call deadline
-  through the watchdog thread of `call_deadline`).
+- A: today's `adapters.providers.http_client.ProviderPool`: since 2026-12-01 D made
+  whole (a queue of `urllib3.connection` connections, proxies, the cut head, the
+  64 KiB cap), its whole-call deadline through the watchdog of `call_deadline`;
+  until then urllib3's pools with private overrides.
 - B: httpx `Client`, per-phase timeouts, `client.stream(...)` read to a byte cap;
   no whole-call deadline (httpx sync has none).
 - C: httpx `AsyncClient` on a uvloop loop in a thread of its own, each call inside
@@ -62,7 +64,7 @@ SLOTS = 8  # the worker's slots
 WARMUP = 200
 VARIANTS = ("A", "B", "C", "C-async", "D")
 NAMES = {
-    "A": "A. ProviderPool (urllib3 + private overrides + watchdog)",
+    "A": "A. ProviderPool (urllib3 public API, own queue, + watchdog)",
     "B": "B. httpx Client, stream + byte cap",
     "C": "C. httpx AsyncClient on uvloop, from threads",
     "C-async": "C. httpx AsyncClient on uvloop, from async code",

@@ -2,11 +2,12 @@
 call a deadline (call_deadline), so a provider that hangs, or answers a byte at a
 time, costs a timeout, never a worker or a saga.
 
-Both provider adapters (e-mail and payment) send through `ProviderPool`, a urllib3
-pool at about half of httpx's CPU per request
-(docs/decisions/2026-11-30-email-provider-over-urllib3.md), which says how far a
-failed request got: that decides whether its outcome is unknown. The answer's
-reading shared by both (JSON, `Retry-After`, a failure's words) is here too.
+Both provider adapters (e-mail and payment) send through `ProviderPool`: urllib3's
+public API, each call holding one `urllib3.connection` connection of a small queue
+of our own, the cheapest stack in CPU per send that keeps every behaviour below
+(docs/decisions/2026-12-01-provider-http-client.md). It says how far a failed
+request got: that decides whether its outcome is unknown. The answer's reading
+shared by both (JSON, `Retry-After`, a failure's words) is here too.
 """
 
 from __future__ import annotations
@@ -15,21 +16,20 @@ import email.utils
 import http.client
 import ipaddress
 import json
-import socket
-import threading
+import queue
 import urllib.request
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
-from urllib3 import ProxyManager, Timeout, connection, connectionpool, make_headers
+from urllib3 import make_headers
+from urllib3._base_connection import ProxyConfig  # a type only: no private method
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import (
-    ClosedPoolError,
     ConnectTimeoutError,
-    EmptyPoolError,
     HTTPError,
     LocationParseError,
     NewConnectionError,
@@ -43,15 +43,20 @@ from adapters.providers.call_deadline import Call
 from application.email import Stage
 from application.personal_data import without_addresses
 
-if TYPE_CHECKING:  # urllib3's connection protocol, named for types only
-    from urllib3._base_connection import BaseHTTPConnection
-
 MAX_RETRY_AFTER_S = 86_400.0
 # A provider answers in a few hundred bytes (an error page, a few KB): more is
 # not read, so a provider gone wrong, or a URL pointing at a file server, costs
 # this much memory a call, not the size of what it streams.
 MAX_ANSWER_BYTES = 64 * 1024
 PROXY_AUTHENTICATION_REQUIRED = 407
+# An https proxy is verified as a provider is (the default store); urllib3 reads
+# this only to set up TLS to the proxy inside which the tunnel's TLS runs.
+_PROXY_TLS = ProxyConfig(
+    ssl_context=None,
+    use_forwarding_for_https=False,
+    assert_hostname=None,
+    assert_fingerprint=None,
+)
 
 
 class TransportFailedError(Exception):
@@ -67,14 +72,14 @@ class TransportFailedError(Exception):
 class ProviderPool:
     """Kept-alive connections to one provider, shared by the threads that call it.
 
-    `retries=False`: no hidden resend, a POST that left and got no answer is the
-    caller's to reconcile. A pooled connection the provider closed while idle is
-    seen (urllib3 polls its socket when taking it) and replaced before anything is
-    written to it. At most `connections` at once; a caller who finds none free
-    waits up to the read timeout, then nothing was sent (as httpx's pool timeout).
-    A proxy the environment names (`HTTP(S)_PROXY`, `NO_PROXY`) is used
-    (`_proxy_for`): a deployment whose way out is an egress proxy needs no other
-    setting.
+    Each call takes a connection, makes it if it must, sends once and puts it
+    back: no hidden resend (a POST that left and got no answer is the caller's to
+    reconcile), no redirect followed. A connection the provider closed while idle
+    is seen (its socket polled when taken) and replaced before anything is written
+    to it. At most `connections` at once; a caller who finds none free waits up to
+    the read timeout, then nothing was sent (as httpx's pool timeout). A proxy the
+    environment names (`HTTP(S)_PROXY`, `NO_PROXY`) is used (`_proxy_for`): a
+    deployment whose way out is an egress proxy needs no other setting.
     """
 
     def __init__(
@@ -91,41 +96,34 @@ class ProviderPool:
             raise ValueError(
                 f"{setting} must look like http://host:port, got {base_url!r}"
             )
-        options: dict[str, Any] = {
-            "timeout": Timeout(connect=connect_timeout_s, read=read_timeout_s),
-            "maxsize": connections,
-            "block": True,
-            "retries": False,
-        }
-        self._prefix = (url.path or "").rstrip("/")
-        self._proxy = _proxy_for(url)
-        if self._proxy is None:
-            pool = HTTPSConnectionPool if url.scheme == "https" else HTTPConnectionPool
-            self._pool: connectionpool.HTTPConnectionPool = pool(
-                url.host, url.port, **options
-            )
-        else:
-            self._proxy.pool_classes_by_scheme = POOLS_BY_SCHEME
-            self._proxy.connection_pool_kw.update(options)
-            self._pool = self._proxy.connection_from_url(base_url)
-            # Through a forwarding proxy (an http provider), the request line
-            # names the whole URL; through a CONNECT tunnel, the path alone.
-            if url.scheme == "http":
-                port = f":{url.port}" if url.port else ""
-                self._prefix = f"http://{url.host}{port}{self._prefix}"
-        self._forwarded = self._proxy is not None and url.scheme == "http"
-        self._wait_s = read_timeout_s
+        self._url, self._proxy = url, _proxy_for(url)
+        self._connect_s, self._read_s = connect_timeout_s, read_timeout_s
         # A whole call, once it has its connection: connecting, a silence as long
         # as the read timeout before the head, and as long again for the rest.
         self._call_s = connect_timeout_s + 2 * read_timeout_s
+        self._prefix = (url.path or "").rstrip("/")
         # Credentials in the URL's userinfo are sent as Basic auth, as httpx did.
         login = _login(url)
         self._headers = make_headers(basic_auth=login) if login else {}
+        proxy_login = self._proxy and _login(self._proxy)
+        self._proxy_headers = (
+            make_headers(proxy_basic_auth=proxy_login) if proxy_login else {}
+        )
+        self._forwarded = self._proxy is not None and url.scheme == "http"
+        if self._forwarded:  # the proxy reads the whole URL, and our login to it
+            port = f":{url.port}" if url.port else ""
+            self._prefix = f"http://{url.host}{port}{self._prefix}"
+            self._headers |= self._proxy_headers
+        # Last in, first out: the connection used last is the likeliest still
+        # open at the provider's end. None: a place for one not made yet.
+        self._idle: queue.LifoQueue[HTTPConnection | None] = queue.LifoQueue()
+        for _ in range(connections):
+            self._idle.put(None)
 
     def close(self) -> None:
-        self._pool.close()
-        if self._proxy is not None:
-            self._proxy.clear()
+        while not self._idle.empty():
+            if (conn := self._idle.get_nowait()) is not None:
+                conn.close()
 
     def request(
         self,
@@ -136,41 +134,131 @@ class ProviderPool:
     ) -> BaseHTTPResponse:
         """The answer, read (its body up to MAX_ANSWER_BYTES + 1: `json_answer`
         refuses one that long); raises `TransportFailedError` when none came."""
-        call = _calls.current = Call(self._call_s)
         try:
-            response = self._pool.urlopen(
+            conn = self._idle.get(timeout=self._read_s)
+        except queue.Empty:
+            full = TimeoutError(f"no connection free within {self._read_s:g}s")
+            raise TransportFailedError(Stage.NOT_SENT, "PoolTimeout", full) from None
+        call = Call(self._call_s)
+        try:
+            if conn is not None and conn.is_connected:
+                call.attach(conn)
+            else:
+                # Never made, closed after a cut, or closed by the provider while
+                # idle (its close polls as readable): a new one, before a byte is
+                # written. New, not reconnected: close() forgets a set_tunnel.
+                if conn is not None:
+                    conn.close()
+                conn = self._new()
+                call.attach(conn)  # the deadline counts the connecting too
+                _connect(conn)
+                conn.timeout = self._read_s  # from here, each silence
+            answer = _exchange(
+                conn,
+                call,
                 method,
                 self._prefix + path,
                 body=body,
                 headers=self._headers | (headers or {}),
-                retries=False,
-                redirect=False,
-                assert_same_host=False,  # a forwarding proxy's pool: not the host
-                preload_content=False,
-                pool_timeout=self._wait_s,  # type: ignore[arg-type]  # a float works
             )
-            answer = _read_bounded(response, call)
-        except ConnectFailedError as error:
-            raise TransportFailedError(
-                Stage.NOT_SENT, error.name, error.cause
-            ) from error
-        except EmptyPoolError as error:
-            raise TransportFailedError(Stage.NOT_SENT, "PoolTimeout", error) from error
-        except ClosedPoolError:
-            raise  # used after close(): a bug, not the provider's answer
-        except HTTPError as error:  # the request was being written or answered
-            if call.cut:
-                late = TimeoutError(f"no whole answer within {call.seconds:g}s")
-                raise TransportFailedError(Stage.SENT, "ReadTimeout", late) from error
-            raise TransportFailedError(Stage.SENT, _name(error), error) from error
         finally:
-            call.end()
-            _calls.current = None
+            call.end()  # first: its deadline must never cut the next call on conn
+            self._idle.put(conn)
         if self._forwarded and answer.status == PROXY_AUTHENTICATION_REQUIRED:
             # The proxy's own refusal, not the provider's: it was never asked.
             refused = OSError("407 Proxy Authentication Required: our login refused")
             raise TransportFailedError(Stage.NOT_SENT, "ProxyError", refused)
         return answer
+
+    def _new(self) -> HTTPConnection:
+        """A connection not made yet: to the provider; to the proxy, which forwards
+        an http provider's requests (their line names the whole URL); or to the
+        proxy, tunnelled by CONNECT to an https provider (TLS end to end)."""
+        url, proxy = self._url, self._proxy
+        if proxy is None or url.scheme == "http":
+            to = proxy or url
+            made = HTTPSConnection if to.scheme == "https" else HTTPConnection
+            conn = made(str(to.host), to.port, timeout=self._connect_s)
+        else:
+            conn = HTTPSConnection(
+                str(proxy.host),
+                proxy.port,
+                timeout=self._connect_s,
+                proxy=proxy._replace(auth=None),
+                proxy_config=_PROXY_TLS,
+            )
+            conn.set_tunnel(
+                str(url.host), url.port, self._proxy_headers, scheme=str(proxy.scheme)
+            )
+        conn.response_class = _WholeHead
+        return conn
+
+
+def _connect(conn: HTTPConnection) -> None:
+    try:
+        conn.connect()
+    # Refused, timed out, DNS, TLS handshake; a proxy's CONNECT refused (a 407
+    # included) or answered in no HTTP: nothing reached the provider in any.
+    except (OSError, HTTPError, http.client.HTTPException) as error:
+        conn.close()
+        timed_out = isinstance(error, TimeoutError) or (  # TLS, or TCP:
+            isinstance(error, ConnectTimeoutError)
+            and not isinstance(error, NewConnectionError)  # its subclass, oddly
+        )
+        name = "ConnectTimeout" if timed_out else "ConnectError"
+        raise TransportFailedError(Stage.NOT_SENT, name, error) from error
+
+
+def _exchange(
+    conn: HTTPConnection,
+    call: Call,
+    method: str,
+    url: str,
+    *,
+    body: bytes | None,
+    headers: dict[str, str],
+) -> BaseHTTPResponse:
+    """One request written, its answer read (within MAX_ANSWER_BYTES); a failure
+    from the first byte written on is SENT: the provider may have acted on it."""
+    response: BaseHTTPResponse | None = None
+    writing = True
+    try:
+        conn.request(method, url, body=body, headers=headers, preload_content=False)
+        writing = False
+        # http.client lets go of conn.sock when the answer runs to the close
+        # (the answer holds it): the deadline is told which socket to shut.
+        call.reading(conn.sock)
+        response = conn.getresponse()
+        raw = _read_bounded(response)
+        if call.end():  # a body that runs to the close ends at the cut as well
+            raise ProtocolError("the answer was cut at the call's deadline")
+    except BaseException as error:
+        _drop(conn, response)  # half used: of no use to the next call
+        if not isinstance(error, OSError | http.client.HTTPException | HTTPError):
+            raise
+        if call.cut:
+            late = TimeoutError(f"no whole answer within {call.seconds:g}s")
+            raise TransportFailedError(Stage.SENT, "ReadTimeout", late) from error
+        raise TransportFailedError(Stage.SENT, _name(error, writing), error) from error
+    cut = len(raw) > MAX_ANSWER_BYTES
+    if cut:
+        _drop(conn, response)  # its rest is never read
+    encoding = response.headers.get("Content-Encoding")
+    return HTTPResponse(
+        body=raw if cut else _decoded(raw, encoding),
+        headers=response.headers,
+        status=response.status,
+        reason=response.reason,
+        preload_content=False,
+        decode_content=False,
+    )
+
+
+def _drop(conn: HTTPConnection, response: BaseHTTPResponse | None) -> None:
+    """Both closed: an answer that ran to the close holds the socket, not conn."""
+    if response is not None:
+        response.close()
+    conn.close()
 
 
 def check_proxy(base_url: str) -> None:
@@ -182,7 +270,7 @@ def check_proxy(base_url: str) -> None:
         _proxy_for(url)
 
 
-def _proxy_for(url: Url) -> ProxyManager | None:
+def _proxy_for(url: Url) -> Url | None:
     """The proxy the environment names for this provider (`HTTPS_PROXY`,
     `HTTP_PROXY`, `NO_PROXY`, as Python's urllib reads them: NO_PROXY holds names
     and domain suffixes), or None. Never for this machine (as Go's clients): no
@@ -199,12 +287,7 @@ def _proxy_for(url: Url) -> ProxyManager | None:
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
         variable = f"{str(url.scheme).upper()}_PROXY"
         raise ValueError(f"{variable} must name a proxy as http://host:port")
-    login = _login(parsed)
-    return ProxyManager(
-        parsed._replace(auth=None).url,
-        num_pools=1,
-        proxy_headers=make_headers(proxy_basic_auth=login) if login else None,
-    )
+    return parsed
 
 
 def _login(url: Url) -> str | None:
@@ -247,37 +330,17 @@ def json_answer(response: BaseHTTPResponse) -> Any:
         raise ValueError("the provider's answer nests too deep to read") from None
 
 
-def _read_bounded(response: BaseHTTPResponse, call: Call) -> BaseHTTPResponse:
-    """The status and headers as they came, the body cut after MAX_ANSWER_BYTES
-    of the wire (so endless empty gzip members cost no more than a large body)
-    and decoded here, bounded too. Read whole, the connection goes back to the
-    pool; cut, it is closed (the rest is never read)."""
+def _read_bounded(response: BaseHTTPResponse) -> bytes:
+    """The body as it came on the wire, cut after MAX_ANSWER_BYTES (so endless
+    empty gzip members cost no more than a large body); decoded after, bounded
+    too (`_decoded`)."""
     raw = b""
-    try:
-        while len(raw) <= MAX_ANSWER_BYTES:  # a read may return less than asked
-            more = response.read(MAX_ANSWER_BYTES + 1 - len(raw), decode_content=False)
-            if not more:  # the end (a body cut short raised IncompleteRead)
-                break
-            raw += more
-        if call.end():  # a body that runs to the close ends at the cut as well
-            raise ProtocolError("the answer was cut at the call's deadline")
-    except BaseException:
-        response.close()  # half read: of no use to the next request
-        response.release_conn()
-        raise
-    cut = len(raw) > MAX_ANSWER_BYTES
-    if cut:
-        response.close()
-    response.release_conn()
-    encoding = response.headers.get("Content-Encoding")
-    return HTTPResponse(
-        body=raw if cut else _decoded(raw, encoding),
-        headers=response.headers,
-        status=response.status,
-        reason=response.reason,
-        preload_content=False,
-        decode_content=False,
-    )
+    while len(raw) <= MAX_ANSWER_BYTES:  # a read may return less than asked
+        more = response.read(MAX_ANSWER_BYTES + 1 - len(raw), decode_content=False)
+        if not more:  # the end (a body cut short raised IncompleteRead)
+            break
+        raw += more
+    return raw
 
 
 def _decoded(raw: bytes, encoding: str | None) -> bytes:
@@ -341,37 +404,23 @@ def _parsed(base_url: str) -> Url | None:
         return None
 
 
-def _name(error: HTTPError) -> str:
-    if isinstance(error, ReadTimeoutError):
-        return "ReadTimeout"
-    if isinstance(error, ProtocolError):  # the cause is the last argument
-        cause = error.args[-1] if error.args else None
-        if isinstance(cause, TimeoutError):  # a read timeout is ReadTimeoutError
-            return "WriteTimeout"
-        if isinstance(cause, http.client.HTTPException):
-            return "RemoteProtocolError"  # closed early, or not HTTP
-        return "NetworkError"
-    return type(error).__name__
-
-
-class ConnectFailedError(Exception):
-    """Raised by our connections' connect() (TCP and TLS): urllib3 lets it through
-    unwrapped, so "nothing was written" is known for sure, whatever the cause."""
-
-    def __init__(self, cause: Exception) -> None:
-        super().__init__(str(cause))
-        timed_out = isinstance(cause, TimeoutError) or (  # TLS, or TCP:
-            isinstance(cause, ConnectTimeoutError)
-            and not isinstance(cause, NewConnectionError)  # its subclass, oddly
-        )
-        self.name = "ConnectTimeout" if timed_out else "ConnectError"
-        self.cause = cause
+def _name(error: BaseException, writing: bool) -> str:
+    # http.client's own errors come as they are; urllib3 wraps what it met
+    # reading the body in a ProtocolError, whose last argument is the cause.
+    if isinstance(error, ProtocolError) and error.args:
+        error = error.args[-1]
+    if isinstance(error, TimeoutError | ReadTimeoutError):
+        return "WriteTimeout" if writing else "ReadTimeout"
+    if isinstance(error, http.client.HTTPException):
+        return "RemoteProtocolError"  # closed early, or not HTTP
+    return "NetworkError"
 
 
 class _WholeHead(http.client.HTTPResponse):
     """http.client takes a status line or header block cut by the peer's close for
     a whole one ("HTTP/1.1 201 Cre" reads as a 201 with no body): refuse it, as
-    httpx (h11) did; the body is checked against its length by urllib3."""
+    httpx (h11) did; the body is checked against its length by urllib3. Installed
+    through http.client's `response_class` attribute, not by a subclass of ours."""
 
     def begin(self) -> None:
         fp, lines = self.fp, _WholeLines(self.fp)
@@ -399,85 +448,3 @@ class _WholeLines:
             raise http.client.IncompleteRead(line)
         self._first = False
         return line
-
-
-def _connect(connect: Callable[[], None]) -> None:
-    try:
-        connect()
-    # Refused, timed out, DNS, TLS handshake; a proxy's CONNECT answer unread
-    # (http.client's BadStatusLine): nothing reached the provider in any of them.
-    except (OSError, HTTPError, http.client.HTTPException) as error:
-        raise ConnectFailedError(error) from error
-
-
-# Named as urllib3's own: the names show in the errors Club stores.
-class HTTPConnection(connection.HTTPConnection):
-    response_class = _WholeHead
-
-    def connect(self) -> None:
-        _connect(super().connect)
-
-    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3's
-        _reading(self.sock)
-        return super().getresponse()
-
-
-class HTTPSConnection(connection.HTTPSConnection):
-    response_class = _WholeHead
-
-    def connect(self) -> None:
-        _connect(super().connect)
-
-    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3's
-        _reading(self.sock)
-        return super().getresponse()
-
-
-class _Calls(threading.local):
-    current: Call | None = None  # the call this thread is making, if any
-
-
-_calls = _Calls()
-
-
-def _timed(conn: BaseHTTPConnection) -> BaseHTTPConnection:
-    """The connection a call took starts the call's clock (call_deadline)."""
-    if _calls.current is not None:
-        _calls.current.attach(conn)
-    return conn
-
-
-def _reading(sock: socket.socket | None) -> None:
-    if _calls.current is not None:
-        _calls.current.reading(sock)
-
-
-def _ended(conn: BaseHTTPConnection | None) -> BaseHTTPConnection | None:
-    """A connection goes back to the pool (urllib3 does it as the answer's last
-    byte is read): the call ends first, so its deadline never cuts the next."""
-    if _calls.current is not None:
-        _calls.current.end()
-    return conn
-
-
-class HTTPConnectionPool(connectionpool.HTTPConnectionPool):
-    ConnectionCls = HTTPConnection
-
-    def _get_conn(self, timeout: float | None = None) -> BaseHTTPConnection:
-        return _timed(super()._get_conn(timeout))
-
-    def _put_conn(self, conn: BaseHTTPConnection | None) -> None:
-        super()._put_conn(_ended(conn))
-
-
-class HTTPSConnectionPool(connectionpool.HTTPSConnectionPool):
-    ConnectionCls = HTTPSConnection
-
-    def _get_conn(self, timeout: float | None = None) -> BaseHTTPConnection:
-        return _timed(super()._get_conn(timeout))
-
-    def _put_conn(self, conn: BaseHTTPConnection | None) -> None:
-        super()._put_conn(_ended(conn))
-
-
-POOLS_BY_SCHEME = {"http": HTTPConnectionPool, "https": HTTPSConnectionPool}
