@@ -15,6 +15,7 @@ class ScheduleLesson:
     capacity: int
     starts_at: datetime
     price_cents: int
+    teacher_id: str | None = None  # the caller who schedules it (None: an admin's)
 
 
 @attrs.frozen(kw_only=True)

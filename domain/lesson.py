@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 import attrs
@@ -52,6 +53,13 @@ class Lesson(Aggregate):
         capacity: int
         starts_at: datetime
         price_cents: int
+        teacher_id: str | None  # v2: who scheduled it, and sees its roster
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["teacher_id"] = None  # not recorded before v2: an admin's lesson
 
     class SeatTaken(Aggregate.Event):
         enrollment_id: UUID
@@ -80,11 +88,13 @@ class Lesson(Aggregate):
         capacity: int,
         starts_at: datetime,
         price_cents: int,
+        teacher_id: str | None,
     ) -> None:
         self.title = title
         self.capacity = capacity
         self.starts_at = starts_at
         self.price_cents = price_cents
+        self.teacher_id = teacher_id
         self.seats: dict[UUID, str] = {}
         self.holds: dict[UUID, SeatHold] = {}
 
@@ -97,6 +107,7 @@ class Lesson(Aggregate):
         capacity: int,
         starts_at: datetime,
         price_cents: int,
+        teacher_id: str | None = None,
     ) -> Lesson:
         title = single_line(title, field="title", max_length=MAX_TITLE_LENGTH)
         if not 0 < capacity <= MAX_CAPACITY:
@@ -121,6 +132,7 @@ class Lesson(Aggregate):
             capacity=capacity,
             starts_at=starts_at,
             price_cents=price_cents,
+            teacher_id=teacher_id,
         )
 
     def __deepcopy__(self, memo: dict[int, object]) -> Lesson:

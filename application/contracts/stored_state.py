@@ -69,6 +69,7 @@ _FIELD_KINDS: dict[Any, tuple[Any, Callable[[Any], Any]]] = {
     UUID: (_StoredUuid, _uuid),
     datetime: (_StoredTime, _time),
     datetime | None: (_StoredTime | None, _optional_time),
+    str | None: (str | None, _plain),
 }
 
 
@@ -113,10 +114,13 @@ class _Reader:
 
 
 def _normalised(hint: Any) -> Any:
-    """`Optional[datetime]` and `datetime | None` alike; any other union as it is."""
+    """`Optional[X]` and `X | None` alike (X a datetime or a str); any other union
+    as it is."""
     is_union = isinstance(hint, types.UnionType) or typing.get_origin(hint) is Union
     if is_union and set(typing.get_args(hint)) == {datetime, type(None)}:
         return datetime | None
+    if is_union and set(typing.get_args(hint)) == {str, type(None)}:
+        return str | None
     return hint
 
 

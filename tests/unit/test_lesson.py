@@ -1,11 +1,14 @@
 """The Lesson aggregate: given events, when a command, then new facts or an error."""
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from uuid import UUID, uuid4
 
 import hypothesis
 import pytest
+from eventsourcing.application import Application
+from eventsourcing.persistence import StoredEvent
 from hypothesis import strategies as st
 
 from domain.errors import (
@@ -320,3 +323,38 @@ def test_a_paid_lessons_seat_is_bought_not_taken() -> None:
     with pytest.raises(PaidLessonError):
         paid.take_seat(enrollment_id=uuid4(), student_id="ann")
     assert paid.seats_taken == 0
+
+
+def test_a_lesson_records_who_scheduled_it() -> None:
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(), title="Yoga", capacity=3,
+        starts_at=datetime(2027, 1, 1, tzinfo=UTC), price_cents=0, teacher_id="tess",
+    )  # fmt: skip
+    [scheduled] = lesson.collect_events()
+    assert isinstance(scheduled, Lesson.Scheduled)
+    assert scheduled.teacher_id == "tess"
+    assert lesson.teacher_id == "tess"
+
+
+def test_a_stored_v1_schedule_is_upcast_with_no_teacher() -> None:
+    """Lessons scheduled before they recorded their teacher still load."""
+    app = Application()
+    lesson = Lesson.schedule(
+        lesson_id=uuid4(), title="Yoga", capacity=3,
+        starts_at=datetime(2027, 1, 1, tzinfo=UTC), price_cents=0, teacher_id="tess",
+    )  # fmt: skip
+    [scheduled] = lesson.collect_events()
+    stored = app.mapper.to_stored_event(scheduled)
+    state = json.loads(stored.state)
+    assert state.pop("class_version") == 2
+    del state["teacher_id"]  # exactly what a v1 event held
+    as_v1 = StoredEvent(
+        originator_id=stored.originator_id,
+        originator_version=stored.originator_version,
+        topic=stored.topic,
+        state=json.dumps(state).encode(),
+    )
+    loaded = app.mapper.to_domain_event(as_v1)
+    assert isinstance(loaded, Lesson.Scheduled)
+    assert loaded.teacher_id is None
+    assert loaded.title == "Yoga"
