@@ -17,6 +17,7 @@ import http.client
 import ipaddress
 import json
 import queue
+import threading
 import urllib.request
 import zlib
 from collections.abc import Mapping
@@ -119,8 +120,10 @@ class ProviderPool:
         self._idle: queue.LifoQueue[HTTPConnection | None] = queue.LifoQueue()
         for _ in range(connections):
             self._idle.put(None)
+        self._closed = threading.Event()
 
     def close(self) -> None:
+        self._closed.set()  # a call still running closes its own connection
         while not self._idle.empty():
             if (conn := self._idle.get_nowait()) is not None:
                 conn.close()
@@ -134,6 +137,8 @@ class ProviderPool:
     ) -> BaseHTTPResponse:
         """The answer, read (its body up to MAX_ANSWER_BYTES + 1: `json_answer`
         refuses one that long); raises `TransportFailedError` when none came."""
+        if self._closed.is_set():  # a bug, not the provider's answer: no send error
+            raise RuntimeError("the provider's client was closed")
         try:
             conn = self._idle.get(timeout=self._read_s)
         except queue.Empty:
@@ -163,6 +168,8 @@ class ProviderPool:
             )
         finally:
             call.end()  # first: its deadline must never cut the next call on conn
+            if self._closed.is_set() and conn is not None:
+                conn.close()
             self._idle.put(conn)
         if self._forwarded and answer.status == PROXY_AUTHENTICATION_REQUIRED:
             # The proxy's own refusal, not the provider's: it was never asked.
