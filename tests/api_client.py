@@ -9,6 +9,8 @@ from uuid import uuid4
 
 import httpx
 
+from tests.identity import ADMIN, as_student, as_teacher
+
 STARTS_AT = "2026-12-01T10:00:00Z"
 PAID_STARTS_AT = "2027-01-10T10:00:00Z"  # what the purchase tests sell
 
@@ -25,7 +27,12 @@ class ClubClient:
     the test keeps and closes itself."""
 
     def __init__(
-        self, base: str | httpx.Client, *, timeout: float = 30, patient: bool = False
+        self,
+        base: str | httpx.Client,
+        *,
+        timeout: float = 30,
+        patient: bool = False,
+        caller: dict[str, str] = ADMIN,
     ):
         self._owned = not isinstance(base, httpx.Client)
         self.http = (
@@ -34,6 +41,9 @@ class ClubClient:
             else base
         )
         self.patient = patient
+        self.caller = caller  # a raw request's Authorization; the helpers act as
+        # the client each step belongs to (a student enrolls itself, a teacher
+        # schedules lessons)
 
     def __enter__(self) -> ClubClient:
         return self
@@ -48,6 +58,7 @@ class ClubClient:
             self.http.close()
 
     def request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        kw["headers"] = self.caller | kw.get("headers", {})
         for _ in range(10 if self.patient else 1):
             response = self.http.request(method, path, **kw)
             if response.status_code != 503:
@@ -59,7 +70,10 @@ class ClubClient:
         """A new student with a profile; returns its id."""
         student_id = f"s-{uuid4().hex[:10]}"
         profile = {"email": email or f"{student_id}@example.org", "name": name}
-        response = self.request("PUT", f"/students/{student_id}", json=profile)
+        response = self.request(
+            "PUT", f"/students/{student_id}", json=profile,
+            headers=as_student(student_id),
+        )  # fmt: skip
         assert response.status_code in (200, 201), response.text
         return student_id
 
@@ -78,7 +92,7 @@ class ClubClient:
         }  # fmt: skip
         if price_cents is not None:
             body["price_cents"] = price_cents
-        response = self.request("POST", "/lessons", json=body)
+        response = self.request("POST", "/lessons", json=body, headers=as_teacher())
         assert response.status_code == 201, response.text
         lesson_id = str(response.json()["lesson_id"])
         assert response.headers["location"] == f"/lessons/{lesson_id}"
@@ -110,5 +124,5 @@ class ClubClient:
             "POST",
             path,
             json={"student_id": student_id},
-            headers={"Idempotency-Key": key or str(uuid4())},
+            headers={"Idempotency-Key": key or str(uuid4())} | as_student(student_id),
         )

@@ -17,6 +17,7 @@ from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import scratch_dir
 from entrypoints.config.role_env import role_env
+from tests.identity import TEST_AUTH_SECRET
 
 ROLES: dict[str, tuple[str, ...]] = {
     "api": ("api",),
@@ -56,6 +57,7 @@ def club_env(database_url: str, nats_url: str, **extra: str) -> dict[str, str]:
         "CLUB_EMAIL_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
         "CLUB_PAYMENT_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
         "CLUB_PAYMENT_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "CLUB_AUTH_SECRET": TEST_AUTH_SECRET,
     }
     return role_env(database_url, nats_url, **(ours | extra))
 

@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 
 from adapters.crash import check_crash_setting
 from adapters.nats.streams import CredentialsRefusedError, ReplicasSettingError
-from entrypoints.cli import demo, maintenance
+from entrypoints.cli import demo, maintenance, token
 from entrypoints.config.catalogue import WORK_CLASSES
 from entrypoints.config.logging_setup import (
     LogFormatError,
@@ -196,6 +196,7 @@ def _parser() -> argparse.ArgumentParser:
     trim.add_argument("--once", action="store_true", help="one pass, then exit")
     trim.set_defaults(run=_trim)
     demo.add_commands(sub)
+    token.add_commands(sub)
     dlq.add_commands(sub, _operator_container, bootstrap.dead_letter_queue)
     status.add_commands(sub, _operator_container, bootstrap.console_reads)
     trace.add_commands(sub, _operator_container, bootstrap.console_reads)

@@ -20,6 +20,7 @@ from application.contracts.events import READERS
 from application.dlq_owners import RELAY_DLQ, DlqOwners, OwnerRulesError
 from application.retention import Retention, RetentionError
 from application.saga import SagaPolicy
+from entrypoints.config.auth import AuthSettingError, AuthSettings
 from entrypoints.config.catalogue import CONSUMERS
 from entrypoints.config.masking import masked
 
@@ -63,6 +64,8 @@ class Settings:
     dlq_owners: DlqOwners = attrs.Factory(DlqOwners)
     # How long each store keeps what it holds, tied together (application/retention.py).
     retention: Retention = attrs.Factory(Retention)
+    # How callers prove who they are (CLUB_AUTH_*; config/auth.py).
+    auth: AuthSettings = attrs.Factory(AuthSettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -99,6 +102,7 @@ class Settings:
             metrics_host=env.get("CLUB_METRICS_HOST") or "127.0.0.1",
             metrics_port=_optional_port(env, "CLUB_METRICS_PORT"),
             dlq_owners=_dlq_owners(env.get("CLUB_DLQ_OWNERS", "")),
+            auth=_auth(env),
             retention=_retention(env),
         )
 
@@ -133,6 +137,13 @@ def _operator_token(given: str | None) -> str:
         )
         raise ConfigError(msg)
     return given
+
+
+def _auth(env: Mapping[str, str]) -> AuthSettings:
+    try:
+        return AuthSettings.from_env(env)
+    except AuthSettingError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _dlq_owners(text: str) -> DlqOwners:

@@ -23,8 +23,12 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 }
 _WHY = {
     400: "A missing or malformed Idempotency-Key header.",
-    401: "No or a wrong operator token.",
-    404: "No such resource.",
+    401: "No bearer token, or one that is malformed, expired or badly signed "
+    "(WWW-Authenticate: Bearer error=\"invalid_token\"); on /ops, no or a wrong "
+    "operator token.",
+    403: "A good token without the right (another student's enrollment request, "
+    "another teacher's lesson, the statistics without admin).",
+    404: "No such resource, or someone else's enrollment or purchase.",
     409: "Refused by a rule (lesson full, already enrolled) or the same "
     "Idempotency-Key still in flight.",
     413: "The request body is over 64 KiB.",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 
+from adapters.identity.tokens import TokenVerifier
 from adapters.nats.streams import connect
 from entrypoints.config.container import Container
 from entrypoints.config.settings import exports_dir
@@ -42,6 +43,7 @@ def create_api(
     container: Container,
     nats_url: str | None = None,
     *,
+    verifier: TokenVerifier,
     deadline_seconds: float = DEFAULT_DEADLINE_S,
     data_dir: Path | None = None,
     hold_seconds: int = purchases.DEFAULT_HOLD_SECONDS,
@@ -49,7 +51,8 @@ def create_api(
     more_routers: Sequence[APIRouter] = (),
     state: Mapping[str, object] | None = None,
 ) -> FastAPI:
-    """`data_dir`: where export results are served from (CLUB_DATA_DIR);
+    """`verifier`: who a bearer token says calls (contract §4.1);
+    `data_dir`: where export results are served from (CLUB_DATA_DIR);
     `webhook_secret`: what payment webhooks are signed with ("" refuses them all);
     `more_routers` and `state`: another package's routes, and what they read from
     `app.state`.
@@ -64,6 +67,7 @@ def create_api(
 
     api = FastAPI(title="Club", version="0.1.0", lifespan=lifespan)
     api.state.container = container
+    api.state.verifier = verifier
     for name, value in (state or {}).items():
         setattr(api.state, name, value)
     api.state.hold_seconds = hold_seconds

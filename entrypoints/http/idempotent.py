@@ -40,7 +40,11 @@ def run_once(
             400, "invalid-idempotency-key", "Invalid Idempotency-Key",
             f"the key must be 1 to {MAX_KEY_LENGTH} characters",
         )  # fmt: skip
-    canonical = json.dumps([request.url.path, body], sort_keys=True)
+    # The caller is part of what a key names: another caller's retry of "the same"
+    # request is refused (422), never handed the first caller's answer.
+    caller = getattr(request.state, "caller", None)
+    sub = None if caller is None else caller.sub
+    canonical = json.dumps([request.url.path, body, sub], sort_keys=True)
     keyed = KeyedRequest(
         scope=f"{request.method} {request.scope['route'].path}",
         key=key,

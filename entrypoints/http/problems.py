@@ -10,10 +10,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from adapters.identity.tokens import InvalidTokenError, KeysUnavailableError
+
 # Failures that pass (one definition for every role): retry the same request.
 from adapters.transient import TRANSIENT
 from application.errors import NotFoundError, UnknownStudentError
 from application.idempotency import KeyReusedError
+from application.identity import ForbiddenError
 from domain.errors import (
     AlreadyEnrolledError,
     AlternativePriceError,
@@ -64,6 +67,7 @@ KNOWN: list[tuple[type[Exception], int, str, str]] = [
     (InvalidTextError, 422, "invalid-text", "The text is not accepted"),
     (UnknownStudentError, 422, "unknown-student", "The student has no profile"),
     (NotFoundError, 404, "not-found", "Not found"),
+    (ForbiddenError, 403, "forbidden", "Forbidden"),
     (KeyReusedError, 422, "idempotency-key-reused", "Idempotency-Key reused"),
     (InvalidPurchaseError, 422, "invalid-purchase", "The purchase is not valid"),
     (AlternativePriceError, 422, "alternative-price", "Another price than paid"),
@@ -75,6 +79,17 @@ KNOWN: list[tuple[type[Exception], int, str, str]] = [
 
 def problem_for(error: BaseException) -> JSONResponse | None:
     """The answer for a known error, or None for a bug (which is a 500)."""
+    if isinstance(error, InvalidTokenError):
+        return problem(
+            401, "invalid-token", "Unauthorized", str(error),
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )  # fmt: skip
+    if isinstance(error, KeysUnavailableError):
+        return problem(
+            503, "identity-provider-unavailable", "Temporarily unavailable",
+            "the identity provider's keys could not be fetched; retry",
+            headers={"Retry-After": RETRY_AFTER_S},
+        )  # fmt: skip
     for cls, status, slug, title in KNOWN:
         if isinstance(error, cls):
             return problem(status, slug, title, str(error))
@@ -90,6 +105,8 @@ def problem_for(error: BaseException) -> JSONResponse | None:
 
 
 KNOWN_ERRORS: tuple[type[Exception], ...] = (
+    InvalidTokenError,
+    KeysUnavailableError,
     *(cls for cls, *_ in KNOWN),
     *TRANSIENT,
 )

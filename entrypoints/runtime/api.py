@@ -6,12 +6,14 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
+from adapters.identity.tokens import TokenVerifier
 from entrypoints.config.container import Container
 from entrypoints.http.app import create_api
 from entrypoints.http.deadline import DEFAULT_DEADLINE_S
 from entrypoints.http.routes.purchases import DEFAULT_HOLD_SECONDS
 from entrypoints.ops import metrics, page, routes
 from entrypoints.ops.access import OpsConfig
+from entrypoints.runtime.console_wiring import console_reads
 
 CONSOLE_ROUTERS = (routes.router, page.router, metrics.router)
 
@@ -25,16 +27,18 @@ def create_app(
     hold_seconds: int = DEFAULT_HOLD_SECONDS,
     webhook_secret: str = "",
     ops: OpsConfig | None = None,
+    verifier: TokenVerifier,
 ) -> FastAPI:
     """`ops`: the operator token and promise for /ops/* (None: from CLUB_* on first
     use); the rest as `create_api`."""
     return create_api(
         container,
         nats_url,
+        verifier=verifier,
         deadline_seconds=deadline_seconds,
         data_dir=data_dir,
         hold_seconds=hold_seconds,
         webhook_secret=webhook_secret,
         more_routers=CONSOLE_ROUTERS,
-        state={"ops": ops},
+        state={"ops": ops, "console_reads": console_reads},
     )

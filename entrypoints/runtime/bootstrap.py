@@ -18,25 +18,19 @@ import sqlalchemy as sa
 from nats.js import JetStreamContext
 from starlette.types import ASGIApp
 
-from adapters.exports.retention import export_files_size
-from adapters.nats.chain_lags import JetStreamChainLags
+from adapters.identity.tokens import IssuerKeys, Keys, SharedSecret, TokenVerifier
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.dlq import ensure_replay_consumer
 from adapters.nats.relay import Relay
-from adapters.nats.replay import JetStreamDeadLetters
 from adapters.nats.streams import (
     StreamRetention,
     connect,
     ensure_consumer,
     ensure_streams,
 )
-from adapters.nats.trace_messages import JetStreamTraceMessages
 from adapters.nats.worker import Worker, ensure_worker_consumer
 from adapters.postgres import tables
 from adapters.postgres.answers import SqlAnswerStore
-from adapters.postgres.audit_records import PostgresAuditRecords
-from adapters.postgres.chain_counts import PostgresStatus
-from adapters.postgres.confirmed_counts import SqlConfirmedCounts
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
@@ -46,14 +40,12 @@ from adapters.postgres.replays import SqlReplayAudits
 from adapters.postgres.retention import PostgresTrim, create_retention_indexes
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.postgres.students import SqlStudentDirectory
-from adapters.postgres.trace_records import PostgresTrace
 from adapters.postgres.webhooks import WebhookLog
 from adapters.providers.metered import MeteredEmailProvider, MeteredPaymentProvider
 from adapters.providers.payment_crash import CrashPointProvider
 from adapters.providers.payment_http import HttpPaymentProvider
 from adapters.trim_process import TrimProcess
 from application.club import ClubApplication
-from application.console_reads import ConsoleReads
 from application.dlq_owners import RELAY_DLQ
 from application.ports import EmailProvider, PaymentProvider
 from application.saga_runner import PurchaseSaga
@@ -65,13 +57,29 @@ from entrypoints.config.catalogue import (
     Role,
 )
 from entrypoints.config.container import Container
-from entrypoints.config.settings import Settings, exports_dir
+from entrypoints.config.settings import ConfigError, Settings, exports_dir
+from entrypoints.runtime.console_wiring import (
+    chain_counts,
+    confirmed_counts,
+    console_reads,
+    dead_letter_queue,
+)
 from entrypoints.runtime.provider_urls import email_provider
 from entrypoints.runtime.work_classes import WIRING, WorkDeps
-from projections import statistics
 
 # Re-exported: every caller builds through here, and names roles from here.
-__all__ = ["CONSUMERS", "PROJECTIONS", "ROLES", "Container", "Role", "build"]
+__all__ = [
+    "CONSUMERS",
+    "PROJECTIONS",
+    "ROLES",
+    "Container",
+    "Role",
+    "build",
+    "chain_counts",
+    "confirmed_counts",
+    "console_reads",
+    "dead_letter_queue",
+]
 
 MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time
 
@@ -174,7 +182,27 @@ def build_api(settings: Settings, container: Container) -> ASGIApp:
         hold_seconds=settings.hold_seconds,
         webhook_secret=settings.payment_webhook_secret,
         ops=OpsConfig.from_settings(settings),
+        verifier=token_verifier(settings),
     )
+
+
+def token_verifier(settings: Settings) -> TokenVerifier:
+    """The API knows every caller (contract §4.1): it does not start without a
+    way to verify tokens."""
+    auth = settings.auth
+    if not auth.configured:
+        msg = (
+            "set CLUB_AUTH_SECRET (at least 32 bytes; HS256 tokens, `club token` "
+            "signs them) or CLUB_AUTH_JWKS_URL (your identity provider's keys); "
+            "`club up` makes a secret in CLUB_DATA_DIR"
+        )
+        raise ConfigError(msg)
+    keys: Keys = (
+        IssuerKeys(auth.jwks_url)
+        if auth.jwks_url
+        else SharedSecret(auth.secret.encode())
+    )
+    return TokenVerifier(keys=keys, audience=auth.audience, issuer=auth.issuer or None)
 
 
 def saga_deadlines(settings: Settings, container: Container) -> SagaDeadlines:
@@ -277,42 +305,6 @@ def build_rebuild(container: Container, name: str) -> Rebuild:
         name=name,
         metadata=metadata,
         apply=apply,
-    )
-
-
-def chain_counts(container: Container) -> PostgresStatus:
-    """The database's side of the chain's hops (the console's and the roles')."""
-    return PostgresStatus(
-        container.engine, container.app.recorder, container.app.mapper
-    )
-
-
-def confirmed_counts(container: Container) -> SqlConfirmedCounts:
-    """Confirmed enrollments in the event store beside the statistics' count."""
-    return SqlConfirmedCounts(container.engine, statistics.lessons.c.confirmed)
-
-
-def dead_letter_queue(
-    js: JetStreamContext, container: Container | None = None
-) -> JetStreamDeadLetters:
-    """Without a container the entries can be read, not replayed (a replay keeps
-    its audit record in the database)."""
-    return JetStreamDeadLetters(js, None if container is None else container.engine)
-
-
-def console_reads(container: Container, js: JetStreamContext) -> ConsoleReads:
-    """Every read of the operator's console (`club status|trace|dlq|audit`, the
-    /ops routes and page), over one container and one JetStream context."""
-    app = container.app
-    return ConsoleReads(
-        chain_counts=chain_counts(container),
-        chain_lags=JetStreamChainLags(js),
-        export_files=export_files_size,
-        trace_records=PostgresTrace(container.engine, app.recorder),
-        trace_messages=JetStreamTraceMessages(js),
-        dead_letters=dead_letter_queue(js, container),
-        audit_records=PostgresAuditRecords(container.engine, app.recorder, app.mapper),
-        confirmed=confirmed_counts(container),
     )
 
 

@@ -28,7 +28,7 @@ from adapters.nats.relay import Relay
 from adapters.nats.streams import EVENTS_STREAM
 from application.console_reads import ChainCounts
 from entrypoints.config.container import Container
-from entrypoints.runtime.bootstrap import chain_counts
+from entrypoints.runtime.console_wiring import chain_counts
 from entrypoints.runtime.metrics_server import Refresh
 
 

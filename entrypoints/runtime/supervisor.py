@@ -24,6 +24,7 @@ from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
 from application.backoff import BackoffPolicy, Jitter
+from entrypoints.config.auth import kept_secret
 from entrypoints.config.masking import masked
 from entrypoints.config.settings import ConfigError, Settings, stream_retention
 from entrypoints.runtime import bootstrap, preflight
@@ -108,6 +109,8 @@ def _up(settings: Settings) -> int:
             "CLUB_PAYMENT_WEBHOOK_SECRET": settings.payment_webhook_secret
             or secrets.token_urlsafe(32),
         }
+        if not settings.auth.configured:  # development: HS256, `club token` signs
+            base["CLUB_AUTH_SECRET"] = kept_secret(settings.data_dir)
         children = [
             Child(
                 role,
@@ -205,6 +208,8 @@ def _announce(
         f"  database       {masked(database_url)}\n"
         f"  NATS           {masked(nats_url)}\n"
         f"  operator token {settings.operator_token}\n"
+        f"  a caller's token: club token --sub ann --role student  "
+        "(roles: student, teacher, admin; send it as Authorization: Bearer …)\n"
         f"{notes}",
         flush=True,
     )

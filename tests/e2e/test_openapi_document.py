@@ -17,6 +17,7 @@ from domain.student import EMAIL_PATTERN, STUDENT_ID_PATTERN
 from domain.text import SINGLE_LINE_PATTERN
 from entrypoints.http.schemas import STARTS_AT_PATTERN
 from entrypoints.runtime.api import create_app
+from tests.identity import VERIFIER
 
 PROBLEM = "application/problem+json"
 
@@ -24,7 +25,7 @@ PROBLEM = "application/problem+json"
 @pytest.fixture(scope="module")
 def spec() -> dict[str, Any]:
     # The document needs no database: the routes never run.
-    app = create_app(SimpleNamespace(app=None))  # type: ignore[arg-type]
+    app = create_app(SimpleNamespace(app=None), verifier=VERIFIER)  # type: ignore[arg-type]
     with TestClient(app) as client:
         return client.get("/openapi.json").json()
 

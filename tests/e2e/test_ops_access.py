@@ -23,6 +23,7 @@ from entrypoints.ops.session import COOKIE, csrf_token, valid_session
 from entrypoints.runtime import bootstrap
 from entrypoints.runtime.api import create_app
 from tests.api_client import bearer
+from tests.identity import TEST_AUTH_SECRET, VERIFIER
 from tests.servers import scratch_dir
 from tests.stack import running_stack
 
@@ -42,7 +43,8 @@ def inner_app(app: object) -> FastAPI:
 @pytest.fixture(scope="module")
 def app() -> object:
     # The routes never run past the policy: no database is needed.
-    return create_app(SimpleNamespace(app=None), ops=OPS)  # type: ignore[arg-type]
+    app = SimpleNamespace(app=None)
+    return create_app(app, ops=OPS, verifier=VERIFIER)  # type: ignore[arg-type]
 
 
 def every_route(
@@ -225,7 +227,7 @@ def test_a_browser_without_a_session_gets_the_login_form(app) -> None:
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
 
-def test_student_routes_need_no_operator_token(app) -> None:
+def test_liveness_needs_no_token(app) -> None:
     with TestClient(app, raise_server_exceptions=False) as client:
         assert client.get("/healthz").status_code == 200
 
@@ -252,7 +254,11 @@ def test_club_api_serves_ops_status_with_the_token_it_was_started_with(migrated)
 
 def test_the_composition_root_hands_the_api_its_operator_settings() -> None:
     settings = Settings.from_env(
-        {"CLUB_OPERATOR_TOKEN": TOKEN, "CLUB_PROMISE_SECONDS": "7"}
+        {
+            "CLUB_OPERATOR_TOKEN": TOKEN,
+            "CLUB_PROMISE_SECONDS": "7",
+            "CLUB_AUTH_SECRET": TEST_AUTH_SECRET,
+        }
     )
     api = bootstrap.build_api(settings, SimpleNamespace(app=None))  # type: ignore[arg-type]
     ops = inner_app(api).state.ops

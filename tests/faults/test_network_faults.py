@@ -20,6 +20,7 @@ from entrypoints.runtime.api import create_app
 from entrypoints.runtime.bootstrap import Container
 from projections import statistics
 from tests.faults.workload import expected_event_ids, stream_event_ids
+from tests.identity import ADMIN, VERIFIER
 from tests.integration.helpers import lesson_with_enrollments, make_relay, relay_all
 from tests.proxy import Proxy
 
@@ -39,7 +40,9 @@ def events_via_proxy(migrated) -> Iterator[tuple[TestClient, Proxy, Container]]:
         container = bootstrap.build(
             database_url, event_store_env=eventsourcing_env(proxied.geturl())
         )
-        with TestClient(create_app(container, deadline_seconds=2)) as http:
+        with TestClient(
+            create_app(container, deadline_seconds=2, verifier=VERIFIER), headers=ADMIN
+        ) as http:
             yield http, proxy, container
         container.close()
 

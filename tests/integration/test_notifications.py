@@ -22,6 +22,7 @@ from application.notifications import RetryPolicy
 from entrypoints.config.settings import Settings
 from entrypoints.runtime import bootstrap, work_classes
 from entrypoints.runtime.api import create_app
+from tests.identity import ADMIN, VERIFIER
 from tests.integration.helpers import (
     email_states,
     email_states_of,
@@ -103,7 +104,7 @@ def test_every_enrollment_gets_exactly_one_email_despite_faults(
     assert email_states(container) == {"sent": 40}
     with container.engine.connect() as conn:
         enrollment_id = conn.execute(sa.select(notifications.c.enrollment_id)).scalar()
-    with TestClient(create_app(container)) as api:
+    with TestClient(create_app(container, verifier=VERIFIER), headers=ADMIN) as api:
         shown = api.get(f"/enrollments/{enrollment_id}").json()["notification"]
     assert shown["state"] == "sent"
     assert shown["kind"] == "confirmation"
@@ -127,7 +128,7 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
         assert entry.owner == "team-mail"
         assert "400" in entry.reason
         assert entry.original_subject.endswith("EnrollmentConfirmed")
-        with TestClient(create_app(container, nats_url)) as api:
+        with TestClient(create_app(container, nats_url, verifier=VERIFIER)) as api:
             scraped = api.get("/metrics").text
         assert 'club_dlq_messages{consumer="notifications"} 1.0' in scraped
         assert 'club_dlq_oldest_age_seconds{consumer="notifications"}' in scraped

@@ -20,6 +20,7 @@ from adapters.postgres.tables import payment_webhooks, refused_webhooks, saga_de
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, sign
 from entrypoints.runtime.api import create_app
 from tests.api_client import ClubClient
+from tests.identity import ADMIN, VERIFIER
 
 SECRET = "whsec_routes_0123456789"  # noqa: S105 - a test secret
 HOLD_S = 60
@@ -27,8 +28,10 @@ HOLD_S = 60
 
 @pytest.fixture(scope="module")
 def api(container) -> Iterator[TestClient]:
-    app = create_app(container, None, hold_seconds=HOLD_S, webhook_secret=SECRET)
-    with TestClient(app) as client:
+    app = create_app(
+        container, None, hold_seconds=HOLD_S, webhook_secret=SECRET, verifier=VERIFIER
+    )
+    with TestClient(app, headers=ADMIN) as client:
         yield client
 
 

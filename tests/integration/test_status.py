@@ -28,6 +28,7 @@ from entrypoints.ops.chain_status import ChainStatus, as_json, read_chain
 from entrypoints.runtime import work_classes
 from entrypoints.runtime.api import create_app
 from entrypoints.runtime.bootstrap import console_reads
+from tests.identity import VERIFIER
 from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
@@ -122,7 +123,7 @@ def test_a_backlog_shows_count_oldest_age_and_a_late_verdict(migrated, container
 def test_ops_status_and_metrics_show_the_same_backlog(migrated, container):
     _, nats_url = migrated
     queued = float(queued_for_notifications(nats_url))
-    app = create_app(container, nats_url, ops=OPS)
+    app = create_app(container, nats_url, ops=OPS, verifier=VERIFIER)
     with TestClient(app) as api:
         refused = api.get("/ops/status")
         shown = api.get("/ops/status", headers={"Authorization": f"Bearer {TOKEN}"})

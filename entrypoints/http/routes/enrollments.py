@@ -10,9 +10,11 @@ from fastapi.responses import JSONResponse, Response
 
 from application.club import EnrollmentView
 from application.commands import CancelEnrollment, EnrollStudent
+from application.identity import may_act_for_student, may_read_own
 from application.notification_record import Notification
 from domain.student import check_student_id
 from entrypoints.http.api_docs import ENROLLMENT_LINKS, merged, problems
+from entrypoints.http.auth import CallerDep
 from entrypoints.http.deps import ContainerDep, RequiredIdempotencyKey
 from entrypoints.http.idempotent import run_once
 from entrypoints.http.schemas import EnrollmentIn, EnrollmentOut, NotificationOut
@@ -25,15 +27,20 @@ router = APIRouter()
     status_code=201,
     operation_id="enroll_student",
     response_model=EnrollmentOut,
-    responses=merged({201: ENROLLMENT_LINKS}, problems(400, 404, 409, 413, 422, 503)),
+    responses=merged(
+        {201: ENROLLMENT_LINKS}, problems(400, 401, 403, 404, 409, 413, 422, 503)
+    ),
 )
 def post_enrollment(
     lesson_id: UUID,
     body: EnrollmentIn,
     request: Request,
+    *,
     container: ContainerDep,
+    caller: CallerDep,
     key: RequiredIdempotencyKey,
 ) -> Response:
+    may_act_for_student(caller, body.student_id)  # for itself only
     cmd = EnrollStudent(
         lesson_id=lesson_id,
         student_id=check_student_id(body.student_id),
@@ -51,9 +58,13 @@ def post_enrollment(
 @router.post(
     "/enrollments/{enrollment_id}/cancel",
     operation_id="cancel_enrollment",
-    responses=problems(404, 413, 422, 503),
+    responses=problems(401, 404, 413, 422, 503),
 )
-def cancel_enrollment(enrollment_id: UUID, container: ContainerDep) -> EnrollmentOut:
+def cancel_enrollment(
+    enrollment_id: UUID, container: ContainerDep, caller: CallerDep
+) -> EnrollmentOut:
+    owner = container.app.view_enrollment(enrollment_id).student_id
+    may_read_own(caller, owner, "enrollment", enrollment_id)
     cmd = CancelEnrollment(enrollment_id=enrollment_id)
     return enrollment_out(container.app.cancel_enrollment(cmd))
 
@@ -61,10 +72,13 @@ def cancel_enrollment(enrollment_id: UUID, container: ContainerDep) -> Enrollmen
 @router.get(
     "/enrollments/{enrollment_id}",
     operation_id="get_enrollment",
-    responses=problems(404, 422, 503),
+    responses=problems(401, 404, 422, 503),
 )
-def get_enrollment(enrollment_id: UUID, container: ContainerDep) -> EnrollmentOut:
+def get_enrollment(
+    enrollment_id: UUID, container: ContainerDep, caller: CallerDep
+) -> EnrollmentOut:
     view = container.app.view_enrollment(enrollment_id)
+    may_read_own(caller, view.student_id, "enrollment", enrollment_id)
     notification = container.notifications.for_enrollment(enrollment_id)
     return enrollment_out(view, notification)
 

@@ -10,9 +10,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from application.commands import ScheduleLesson
+from application.identity import may_schedule_lessons, may_see_lesson_roster
 from application.ids import lesson_id_for
 from domain.lesson import Lesson
 from entrypoints.http.api_docs import LESSON_LINKS, merged, problems
+from entrypoints.http.auth import CallerDep
 from entrypoints.http.deps import ContainerDep, IdempotencyKey
 from entrypoints.http.idempotent import run_once
 from entrypoints.http.schemas import LessonIn, LessonOut, RosterOut
@@ -26,19 +28,22 @@ router = APIRouter()
     status_code=201,
     operation_id="schedule_lesson",
     response_model=LessonOut,
-    responses=merged({201: LESSON_LINKS}, problems(400, 409, 413, 422, 503)),
+    responses=merged({201: LESSON_LINKS}, problems(400, 401, 403, 409, 413, 422, 503)),
 )
 def post_lesson(
     body: LessonIn,
     request: Request,
     container: ContainerDep,
+    caller: CallerDep,
     key: IdempotencyKey = None,
 ) -> Response:
+    may_schedule_lessons(caller)
     app = container.app
+    facts = body.model_dump() | {"teacher_id": caller.sub}
     if key is None:
-        cmd = ScheduleLesson(lesson_id=uuid4(), **body.model_dump())
+        cmd = ScheduleLesson(lesson_id=uuid4(), **facts)
         return created(app.get_lesson(app.schedule_lesson(cmd)))
-    cmd = ScheduleLesson(lesson_id=lesson_id_for(key), **body.model_dump())
+    cmd = ScheduleLesson(lesson_id=lesson_id_for(key), **facts)
     return run_once(
         request,
         key,
@@ -51,20 +56,23 @@ def post_lesson(
 @router.get(
     "/lessons/{lesson_id}",
     operation_id="get_lesson",
-    responses=problems(404, 422, 503),
+    responses=problems(401, 404, 422, 503),
 )
-def get_lesson(lesson_id: UUID, container: ContainerDep) -> LessonOut:
-    return lesson_out(container.app.get_lesson(lesson_id))
+def get_lesson(lesson_id: UUID, container: ContainerDep, _: CallerDep) -> LessonOut:
+    return lesson_out(container.app.get_lesson(lesson_id))  # any valid token
 
 
 @router.get(
     "/lessons/{lesson_id}/roster",
     operation_id="get_roster",
     response_model=RosterOut,
-    responses=problems(404, 422, 503),
+    responses=problems(401, 403, 404, 422, 503),
 )
-def get_roster(lesson_id: UUID, container: ContainerDep) -> dict[str, Any]:
+def get_roster(
+    lesson_id: UUID, container: ContainerDep, caller: CallerDep
+) -> dict[str, Any]:
     lesson = container.app.get_lesson(lesson_id)  # 404 for a lesson that does not exist
+    may_see_lesson_roster(caller, lesson.teacher_id)
     with container.engine.begin() as conn:
         roster = rosters.read(conn, lesson_id)
     return {"lesson_id": str(lesson_id), "title": lesson.title, **roster}

@@ -18,10 +18,14 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel
 
 from application.commands import RequestExport
+from application.errors import NotFoundError
 from application.exports import export_id_for
+from application.identity import Caller, ForbiddenError, may_see_lesson_roster
 from domain.export import Export, ExportStatus
+from entrypoints.config.container import Container
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.http.api_docs import PROBLEM_SCHEMA, links, merged, problems
+from entrypoints.http.auth import CallerDep
 from entrypoints.http.deps import ContainerDep, IdempotencyKey
 from entrypoints.http.idempotent import run_once
 from entrypoints.http.problems import MEDIA_TYPE, RETRY_AFTER_S, problem
@@ -78,15 +82,19 @@ def _problem_doc(description: str) -> dict[str, Any]:
     status_code=202,
     operation_id="request_roster_export",
     response_model=OperationAccepted,
-    responses=merged({202: OPERATION_LINKS}, problems(400, 404, 409, 413, 422, 503)),
+    responses=merged(
+        {202: OPERATION_LINKS}, problems(400, 401, 403, 404, 409, 413, 422, 503)
+    ),
 )
 def post_roster_export(
     lesson_id: UUID,
     request: Request,
     container: ContainerDep,
+    caller: CallerDep,
     key: IdempotencyKey = None,
 ) -> Response:
     app, now = container.app, datetime.now(UTC)
+    may_see_lesson_roster(caller, app.get_lesson(lesson_id).teacher_id)
     if key is None:
         cmd = RequestExport(export_id=uuid4(), lesson_id=lesson_id, requested_at=now)
         return accepted(app.request_export(cmd))
@@ -100,12 +108,15 @@ def post_roster_export(
     "/operations/{operation_id}",
     operation_id="get_operation",
     response_model=OperationOut,
-    responses=problems(404, 422, 503),
+    responses=problems(401, 404, 422, 503),
 )
 def get_operation(
-    operation_id: UUID, container: ContainerDep, directory: ExportsDir
+    operation_id: UUID,
+    container: ContainerDep,
+    caller: CallerDep,
+    directory: ExportsDir,
 ) -> OperationOut:
-    export = container.app.get_export(operation_id)
+    export = _own_export(container, caller, operation_id)
     return operation_out(export, kept=_result_path(export, directory).is_file())
 
 
@@ -115,15 +126,18 @@ def get_operation(
     response_class=FileResponse,
     responses=merged(
         {200: {"content": {"text/csv": {}}, "description": "The roster as CSV."}},
-        problems(404, 422, 503),
+        problems(401, 404, 422, 503),
         {409: _problem_doc("The operation has not succeeded (yet): see its status.")},
         {410: _problem_doc("The operation succeeded but its file was removed.")},
     ),
 )
 def get_operation_result(
-    operation_id: UUID, container: ContainerDep, directory: ExportsDir
+    operation_id: UUID,
+    container: ContainerDep,
+    caller: CallerDep,
+    directory: ExportsDir,
 ) -> Response:
-    export = container.app.get_export(operation_id)
+    export = _own_export(container, caller, operation_id)
     if export.status is not ExportStatus.SUCCEEDED or export.result_name is None:
         return _not_ready(export)
     path = _result_path(export, directory)
@@ -138,6 +152,18 @@ def get_operation_result(
         media_type="text/csv; charset=utf-8",
         filename=f"roster-{export.lesson_id}.csv",
     )
+
+
+def _own_export(container: Container, caller: Caller, operation_id: UUID) -> Export:
+    """An operation is its lesson's teacher's; to anyone else it does not exist."""
+    export = container.app.get_export(operation_id)
+    try:
+        may_see_lesson_roster(
+            caller, container.app.get_lesson(export.lesson_id).teacher_id
+        )
+    except ForbiddenError:
+        raise NotFoundError("operation", operation_id) from None
+    return export
 
 
 def _result_path(export: Export, directory: Path) -> Path:

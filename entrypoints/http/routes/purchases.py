@@ -16,11 +16,13 @@ from application.idempotency import (
     request_id,
 )
 from application.idempotency import Request as KeyedRequest
+from application.identity import may_act_for_student, may_read_own
 from application.purchase_view import PurchaseView
 from domain.errors import NoAlternativeOfferedError
 from domain.purchase import Status
 from domain.student import check_student_id
 from entrypoints.http.api_docs import links, merged, problems
+from entrypoints.http.auth import CallerDep
 from entrypoints.http.deps import ContainerDep, RequiredIdempotencyKey
 from entrypoints.http.idempotent import run_once
 from entrypoints.http.schemas import AlternativeIn, PurchaseIn, PurchaseOut
@@ -40,15 +42,20 @@ PURCHASE_LINKS = links(
     status_code=201,
     operation_id="reserve_purchase",
     response_model=PurchaseOut,
-    responses=merged({201: PURCHASE_LINKS}, problems(400, 404, 409, 413, 422, 503)),
+    responses=merged(
+        {201: PURCHASE_LINKS}, problems(400, 401, 403, 404, 409, 413, 422, 503)
+    ),
 )
 def post_purchase(
     lesson_id: UUID,
     body: PurchaseIn,
     request: Request,
+    *,
     container: ContainerDep,
+    caller: CallerDep,
     key: RequiredIdempotencyKey,
 ) -> Response:
+    may_act_for_student(caller, body.student_id)  # a seat for itself only
     student_id = check_student_id(body.student_id)
     hold_seconds = getattr(request.app.state, "hold_seconds", DEFAULT_HOLD_SECONDS)
     answers = container.app.answers
@@ -89,25 +96,31 @@ def post_purchase(
 @router.get(
     "/purchases/{purchase_id}",
     operation_id="get_purchase",
-    responses=problems(404, 422, 503),
+    responses=problems(401, 404, 422, 503),
 )
-def get_purchase(purchase_id: UUID, container: ContainerDep) -> PurchaseOut:
-    return purchase_out(container.app.view_purchase(purchase_id))
+def get_purchase(
+    purchase_id: UUID, container: ContainerDep, caller: CallerDep
+) -> PurchaseOut:
+    view = container.app.view_purchase(purchase_id)
+    may_read_own(caller, view.student_id, "purchase", purchase_id)
+    return purchase_out(view)
 
 
 @router.post(
     "/purchases/{purchase_id}/alternative",
     operation_id="accept_alternative",
-    responses=problems(404, 409, 413, 422, 503),
+    responses=problems(401, 404, 409, 413, 422, 503),
 )
 def post_alternative(
     purchase_id: UUID,
     body: AlternativeIn,
     container: ContainerDep,
+    caller: CallerDep,
 ) -> PurchaseOut:
     """The student's consent: the late payment buys a new seat in `lesson_id`
     (never an added one: a full lesson answers 409 and the offer stands)."""
     current = container.app.get_purchase(purchase_id)
+    may_read_own(caller, current.student_id, "purchase", purchase_id)
     if current.status is not Status.ALTERNATIVE_OFFERED and (
         current.alternative_purchase_id is None
     ):

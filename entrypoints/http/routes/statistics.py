@@ -6,7 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from application.identity import may_read_statistics
 from entrypoints.http.api_docs import problems
+from entrypoints.http.auth import CallerDep
 from entrypoints.http.deps import ContainerDep
 from entrypoints.http.schemas import StatisticsOut
 from projections import statistics
@@ -18,8 +20,9 @@ router = APIRouter()
     "/statistics",
     operation_id="get_statistics",
     response_model=StatisticsOut,
-    responses=problems(503),
+    responses=problems(401, 403, 503),
 )
-def get_statistics(container: ContainerDep) -> dict[str, Any]:
+def get_statistics(container: ContainerDep, caller: CallerDep) -> dict[str, Any]:
+    may_read_statistics(caller)
     with container.engine.begin() as conn:
         return statistics.read(conn)

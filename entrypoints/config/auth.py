@@ -1,0 +1,88 @@
+"""How callers prove who they are (contract §4.1): CLUB_AUTH_* read and checked."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import attrs
+
+from adapters.embedded.credentials import write_private
+from adapters.identity.tokens import MIN_SECRET_BYTES
+
+SECRET_FILE = Path("auth") / "secret"  # under CLUB_DATA_DIR, made by `club up`
+
+
+class AuthSettingError(ValueError):
+    """A CLUB_AUTH_* setting is malformed; the message says how to fix it."""
+
+
+@attrs.frozen(kw_only=True)
+class AuthSettings:
+    secret: str = ""  # CLUB_AUTH_SECRET: HS256 tokens
+    jwks_url: str = ""  # CLUB_AUTH_JWKS_URL: an identity provider's keys
+    audience: str = "club"
+    issuer: str = ""  # "" checks no issuer
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> AuthSettings:
+        settings = cls(
+            secret=env.get("CLUB_AUTH_SECRET", ""),
+            jwks_url=env.get("CLUB_AUTH_JWKS_URL", ""),
+            audience=env.get("CLUB_AUTH_AUDIENCE") or "club",
+            issuer=env.get("CLUB_AUTH_ISSUER", ""),
+        )
+        settings.check()
+        return settings
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.secret or self.jwks_url)
+
+    def check(self) -> None:
+        if self.secret and self.jwks_url:
+            msg = "set CLUB_AUTH_SECRET or CLUB_AUTH_JWKS_URL, not both"
+            raise AuthSettingError(msg)
+        if self.secret and len(self.secret.encode()) < MIN_SECRET_BYTES:
+            msg = (
+                f"CLUB_AUTH_SECRET must be at least {MIN_SECRET_BYTES} bytes; make one "
+                "with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
+            raise AuthSettingError(msg)
+        if self.jwks_url and urlsplit(self.jwks_url).scheme not in ("https", "http"):
+            msg = "CLUB_AUTH_JWKS_URL must be the issuer's https:// JWKS address"
+            raise AuthSettingError(msg)
+
+
+def secret_file(data_dir: Path) -> Path:
+    return data_dir / SECRET_FILE
+
+
+def kept_secret(data_dir: Path) -> str:
+    """The HS256 secret `club up` signs development tokens with: generated once
+    into the data directory (mode 600), the same on every later run."""
+    path = secret_file(data_dir)
+    if not path.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private(path, secrets.token_urlsafe(32) + "\n")
+    return path.read_text().strip()
+
+
+def signing_secret(auth: AuthSettings, data_dir: Path) -> str:
+    """What `club token` signs with: CLUB_AUTH_SECRET, else the one `club up`
+    made; refused (with the fix) when tokens come from an identity provider."""
+    if auth.jwks_url:
+        msg = "CLUB_AUTH_JWKS_URL is set: tokens come from that identity provider"
+        raise AuthSettingError(msg)
+    if auth.secret:
+        return auth.secret
+    path = secret_file(data_dir)
+    if not path.exists():
+        msg = (
+            f"no signing secret: set CLUB_AUTH_SECRET, or run `club up` once with "
+            f"this CLUB_DATA_DIR (it makes {path})"
+        )
+        raise AuthSettingError(msg)
+    return path.read_text().strip()

@@ -1,0 +1,44 @@
+"""Who calls: a route that asks for `CallerDep` is answered only for a verified
+bearer token (contract §4.1); the token's rights are checked by the route with
+`application.identity`'s rules.
+
+The scheme is declared to OpenAPI (`/docs` shows an Authorize button). A missing,
+malformed, expired or badly signed token is a 401 with `WWW-Authenticate: Bearer
+error="invalid_token"`; an identity provider whose keys cannot be fetched is a 503,
+not the caller's fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from adapters.identity.tokens import InvalidTokenError, IssuerKeys, TokenVerifier
+from application.identity import Caller
+
+_BEARER = HTTPBearer(
+    auto_error=False,  # our 401 is a problem document with the header RFC 6750 names
+    bearerFormat="JWT",
+    description="A JWT from Club's identity provider (`club token` in development)",
+)
+
+
+async def _caller(
+    request: Request,
+    given: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+) -> Caller:
+    if given is None:
+        raise InvalidTokenError("send Authorization: Bearer <token>")
+    verifier: TokenVerifier = request.app.state.verifier
+    if isinstance(verifier.keys, IssuerKeys):  # may fetch the issuer's keys
+        caller = await asyncio.to_thread(verifier.caller, given.credentials)
+    else:  # a secret: microseconds of CPU, no I/O, no thread hand-off
+        caller = verifier.caller(given.credentials)
+    request.state.caller = caller  # the rate limit's key, the logs' caller
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(_caller)]
