@@ -28,6 +28,7 @@ from application.contracts.events import (
 )
 from application.contracts.mapping import decode
 from projections import rosters, statistics
+from tests.identity import ADMIN
 from tests.integration.helpers import published
 from tests.stack import Stack, eventually
 
@@ -158,7 +159,7 @@ def test_arbitrary_input_never_5xx_and_every_accepted_event_reaches_the_models(
     @given(visit=visits())
     def one_visit(visit: dict[str, Any]) -> None:
         student_id = visit["student_id"]
-        with httpx.Client(base_url=stack.base, timeout=30) as http:
+        with httpx.Client(base_url=stack.base, timeout=30, headers=ADMIN) as http:
             path = f"/students/{quote(student_id, safe='', errors='surrogatepass')}"
             profile = http.put(
                 path,
@@ -198,7 +199,7 @@ def test_arbitrary_input_never_5xx_and_every_accepted_event_reaches_the_models(
     assert sum(n for status, n in seen.items() if status >= 400) >= 10, seen
 
     eventually(lambda: read_models(container) == truth(container), timeout=30)
-    with httpx.Client(base_url=stack.base, timeout=10) as http:
+    with httpx.Client(base_url=stack.base, timeout=10, headers=ADMIN) as http:
         assert answered(http.get("/statistics"), seen).status_code == 200
     for name in ("rosters", "statistics"):
         result = rebuild(stack, name)

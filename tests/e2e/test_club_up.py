@@ -23,6 +23,7 @@ import psutil
 from adapters.embedded import placement
 from adapters.embedded.process import free_port
 from tests.api_client import ClubClient
+from tests.identity import ADMIN
 from tests.servers import scratch_dir
 from tests.stack import club_env, eventually, wait_ready
 
@@ -86,7 +87,11 @@ def enroll_one(api: str) -> str:
 
 
 def confirmed(api: str) -> int:
-    return int(httpx.get(f"{api}/statistics").json()["totals"]["enrollments_confirmed"])
+    return int(
+        httpx.get(f"{api}/statistics", headers=ADMIN).json()["totals"][
+            "enrollments_confirmed"
+        ]
+    )
 
 
 def test_club_up_serves_stops_cleanly_and_keeps_its_data() -> None:
@@ -101,8 +106,11 @@ def test_club_up_serves_stops_cleanly_and_keeps_its_data() -> None:
     assert alive == [], f"left behind: {alive}"
 
     with club_up(data_dir, port) as (api, proc):
-        assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
-        stats = httpx.get(f"{api}/statistics").json()
+        assert (
+            httpx.get(f"{api}/lessons/{lesson_id}", headers=ADMIN).json()["seats_taken"]
+            == 1
+        )
+        stats = httpx.get(f"{api}/statistics", headers=ADMIN).json()
         assert stats["totals"]["enrollments_confirmed"] == 1
         ctrl_c(proc)
 
@@ -121,7 +129,7 @@ def test_a_newcomer_sees_the_confirmation_arrive_and_can_export_the_roster() -> 
         path = f"{api}/enrollments/{enrollment['enrollment_id']}"
 
         def notification_state() -> str | None:
-            shown = httpx.get(path, timeout=5).json()["notification"]
+            shown = httpx.get(path, timeout=5, headers=ADMIN).json()["notification"]
             return None if shown is None else shown["state"]
 
         eventually(lambda: notification_state() == "sent", timeout=60)
@@ -130,17 +138,20 @@ def test_a_newcomer_sees_the_confirmation_arrive_and_can_export_the_roster() -> 
         assert "Yoga" in inbox[0]["subject"]
         assert "ann@example.org" in httpx.get(f"{sandbox}/", timeout=5).text
 
-        asked = httpx.post(f"{api}/lessons/{lesson_id}/roster-exports", timeout=10)
+        asked = httpx.post(
+            f"{api}/lessons/{lesson_id}/roster-exports", timeout=10, headers=ADMIN
+        )
         assert asked.status_code == 202
         operation = f"{api}{asked.headers['location']}"
         done = eventually(
             lambda: (
-                (o := httpx.get(operation, timeout=5).json())["status"] == "succeeded"
+                (o := httpx.get(operation, timeout=5, headers=ADMIN).json())["status"]
+                == "succeeded"
                 and o
             ),
             timeout=60,
         )
-        csv = httpx.get(f"{api}{done['result_url']}", timeout=5)
+        csv = httpx.get(f"{api}{done['result_url']}", timeout=5, headers=ADMIN)
         assert student in csv.text
         ctrl_c(proc)
 

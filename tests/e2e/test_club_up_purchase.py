@@ -9,6 +9,7 @@ import httpx
 from adapters.embedded.process import free_port
 from tests.api_client import ClubClient
 from tests.e2e.test_club_up import club_up, ctrl_c, started
+from tests.identity import ADMIN
 from tests.servers import scratch_dir
 from tests.stack import eventually
 
@@ -42,7 +43,9 @@ def test_a_purchase_completes_on_its_own_under_club_up() -> None:
         path = f"{api}/purchases/{purchase['purchase_id']}"
         done = eventually(
             lambda: (
-                (v := httpx.get(path, timeout=5).json())["status"] == "confirmed" and v
+                (v := httpx.get(path, timeout=5, headers=ADMIN).json())["status"]
+                == "confirmed"
+                and v
             ),
             timeout=60,
         )

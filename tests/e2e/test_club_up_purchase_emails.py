@@ -12,6 +12,7 @@ import httpx
 from adapters.embedded.process import free_port
 from tests.e2e.test_club_up import club_up, ctrl_c, started
 from tests.e2e.test_club_up_purchase import first_purchase
+from tests.identity import ADMIN
 from tests.servers import scratch_dir
 from tests.stack import eventually
 
@@ -33,7 +34,10 @@ def test_a_paid_seat_sends_payment_received_and_access_granted_once_each() -> No
         purchase = first_purchase(api, "paid-seat", email=address).json()
         path = f"{api}/purchases/{purchase['purchase_id']}"
         eventually(
-            lambda: httpx.get(path, timeout=5).json()["status"] == "confirmed",
+            lambda: (
+                httpx.get(path, timeout=5, headers=ADMIN).json()["status"]
+                == "confirmed"
+            ),
             timeout=60,
         )
 

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from tests.api_client import ClubClient
+from tests.identity import ADMIN
 from tests.stack import eventually
 
 
@@ -23,7 +24,7 @@ def club(api: str) -> Iterator[ClubClient]:
 
 
 def lesson_stats(api: str, lesson_id: str) -> dict | None:
-    body = httpx.get(f"{api}/statistics").json()
+    body = httpx.get(f"{api}/statistics", headers=ADMIN).json()
     return next((row for row in body["lessons"] if row["lesson_id"] == lesson_id), None)
 
 
@@ -34,9 +35,13 @@ def test_an_enrollment_reaches_the_statistics(api, club) -> None:
     assert response.json()["status"] == "confirmed"
     enrollment_id = response.json()["enrollment_id"]
     assert (
-        httpx.get(f"{api}/enrollments/{enrollment_id}").json()["status"] == "confirmed"
+        httpx.get(f"{api}/enrollments/{enrollment_id}", headers=ADMIN).json()["status"]
+        == "confirmed"
     )
-    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
+    assert (
+        httpx.get(f"{api}/lessons/{lesson_id}", headers=ADMIN).json()["seats_taken"]
+        == 1
+    )
 
     row = eventually(
         lambda: (
@@ -46,12 +51,15 @@ def test_an_enrollment_reaches_the_statistics(api, club) -> None:
         )
     )
     assert row["active_enrollments"] == 1
-    assert httpx.get(f"{api}/statistics").json()["last_applied_seq"] > 0
+    assert httpx.get(f"{api}/statistics", headers=ADMIN).json()["last_applied_seq"] > 0
 
-    cancel = httpx.post(f"{api}/enrollments/{enrollment_id}/cancel")
+    cancel = httpx.post(f"{api}/enrollments/{enrollment_id}/cancel", headers=ADMIN)
     assert cancel.status_code == 200
     assert cancel.json()["status"] == "cancelled"
-    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 0
+    assert (
+        httpx.get(f"{api}/lessons/{lesson_id}", headers=ADMIN).json()["seats_taken"]
+        == 0
+    )
     eventually(
         lambda: (r := lesson_stats(api, lesson_id)) and r["enrollments_cancelled"] == 1
     )
@@ -67,7 +75,10 @@ def test_forty_students_race_for_five_seats(api, club) -> None:
     for refused in (r for r in responses if r.status_code == 409):
         assert refused.headers["content-type"] == "application/problem+json"
         assert refused.json()["type"] == "/problems/lesson-full"
-    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 5
+    assert (
+        httpx.get(f"{api}/lessons/{lesson_id}", headers=ADMIN).json()["seats_taken"]
+        == 5
+    )
     eventually(
         lambda: (r := lesson_stats(api, lesson_id)) and r["enrollments_confirmed"] == 5
     )
@@ -81,7 +92,10 @@ def test_the_same_key_replays_the_first_answer(api, club) -> None:
     assert first.status_code == again.status_code == 201
     assert again.json() == first.json()
     assert again.headers["location"] == first.headers["location"]
-    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
+    assert (
+        httpx.get(f"{api}/lessons/{lesson_id}", headers=ADMIN).json()["seats_taken"]
+        == 1
+    )
 
 
 def test_the_same_key_with_another_body_is_422(api, club) -> None:
@@ -103,7 +117,10 @@ def test_the_same_key_sent_at_once_is_one_enrollment_and_one_answer(api, club) -
         )
     assert {r.status_code for r in responses} == {201}, [r.text for r in responses]
     assert all(r.json() == responses[0].json() for r in responses)  # told the same
-    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
+    assert (
+        httpx.get(f"{api}/lessons/{lesson_id}", headers=ADMIN).json()["seats_taken"]
+        == 1
+    )
 
 
 def test_the_same_key_raced_with_other_bodies_has_one_winner(api, club) -> None:
@@ -117,7 +134,10 @@ def test_the_same_key_raced_with_other_bodies_has_one_winner(api, club) -> None:
     assert codes == [201] + [422] * 5, [r.text for r in responses]
     for refused in (r for r in responses if r.status_code == 422):
         assert refused.json()["type"] == "/problems/idempotency-key-reused"
-    assert httpx.get(f"{api}/lessons/{lesson_id}").json()["seats_taken"] == 1
+    assert (
+        httpx.get(f"{api}/lessons/{lesson_id}", headers=ADMIN).json()["seats_taken"]
+        == 1
+    )
 
 
 JSON = {"content-type": "application/json"}
@@ -144,7 +164,7 @@ NAIVE = {"starts_at": "2026-12-01T10:00:00"}  # no time zone
     ],
 )  # fmt: skip
 def test_every_error_is_problem_details(api, method, path, kwargs, status) -> None:
-    response = httpx.request(method, f"{api}{path}", **kwargs)
+    response = httpx.request(method, f"{api}{path}", **{"headers": ADMIN} | kwargs)
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
@@ -159,7 +179,7 @@ def test_a_chunked_body_over_64_kib_is_413_before_parsing(api) -> None:
             yield b" " * 1024
         yield b"{}"
 
-    response = httpx.post(f"{api}/lessons", content=chunks(), headers=JSON)
+    response = httpx.post(f"{api}/lessons", content=chunks(), headers=JSON | ADMIN)
     assert response.request.headers["transfer-encoding"] == "chunked"
     assert response.status_code == 413, response.text
     assert response.headers["content-type"] == "application/problem+json"
@@ -173,14 +193,16 @@ def test_a_chunked_body_under_the_limit_is_parsed(api) -> None:
         yield b" " * (60 * 1024)  # whitespace is valid JSON padding
         yield body
 
-    response = httpx.post(f"{api}/lessons", content=chunks(), headers=JSON)
+    response = httpx.post(f"{api}/lessons", content=chunks(), headers=JSON | ADMIN)
     assert response.status_code == 201, response.text
 
 
 def test_enrollment_errors_are_problem_details(api, club) -> None:
     lesson_id = club.lesson(capacity=1)
     missing_key = httpx.post(
-        f"{api}/lessons/{lesson_id}/enrollments", json={"student_id": "s-1"}
+        f"{api}/lessons/{lesson_id}/enrollments",
+        json={"student_id": "s-1"},
+        headers=ADMIN,
     )
     assert missing_key.status_code == 400
     assert missing_key.json()["type"] == "/problems/idempotency-key-missing"

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.api_client import ClubClient
+from tests.identity import ADMIN
 from tests.stack import eventually
 
 JSON = {"content-type": "application/json"}
@@ -21,7 +22,7 @@ LESSON = {"title": "Yoga", "capacity": 3, "starts_at": "2026-12-01T10:00:00Z"}
 
 
 def post_lesson(api: str, **fields: object) -> httpx.Response:
-    return httpx.post(f"{api}/lessons", json=LESSON | fields, timeout=30)
+    return httpx.post(f"{api}/lessons", json=LESSON | fields, timeout=30, headers=ADMIN)
 
 
 def assert_problem(response: httpx.Response, status: int = 422) -> dict:
@@ -67,7 +68,7 @@ def test_a_lesson_the_database_cannot_store_is_422(api, fields) -> None:
 def test_a_lone_surrogate_is_422(api) -> None:
     # "\ud800" is valid JSON syntax and decodes to a str that UTF-8 cannot encode.
     body = json.dumps(LESSON | {"title": "@@"}).replace("@@", "\\ud800")
-    response = httpx.post(f"{api}/lessons", content=body.encode(), headers=JSON)
+    response = httpx.post(f"{api}/lessons", content=body.encode(), headers=JSON | ADMIN)
     assert_problem(response)
 
 
@@ -85,7 +86,9 @@ def test_a_lone_surrogate_is_422(api) -> None:
     ids=repr,
 )
 def test_a_student_the_database_cannot_store_is_422(api, student_id, profile) -> None:
-    response = httpx.put(f"{api}/students/{student_id}", json=profile, timeout=30)
+    response = httpx.put(
+        f"{api}/students/{student_id}", json=profile, timeout=30, headers=ADMIN
+    )
     assert_problem(response)
 
 
@@ -97,13 +100,13 @@ def test_an_enrollment_for_a_student_id_with_a_newline_is_422(api) -> None:
 
 def test_a_too_long_idempotency_key_is_400(api) -> None:
     response = httpx.post(
-        f"{api}/lessons", json=LESSON, headers={"Idempotency-Key": "k" * 256}
+        f"{api}/lessons", json=LESSON, headers={"Idempotency-Key": "k" * 256} | ADMIN
     )
     assert assert_problem(response, 400)["type"] == "/problems/invalid-idempotency-key"
 
 
 def statistics_row(api: str, lesson_id: str) -> dict | None:
-    body = httpx.get(f"{api}/statistics", timeout=10).json()
+    body = httpx.get(f"{api}/statistics", timeout=10, headers=ADMIN).json()
     return next((r for r in body["lessons"] if r["lesson_id"] == lesson_id), None)
 
 
@@ -125,7 +128,9 @@ def test_odd_but_storable_input_reaches_both_read_models(
     assert created.json()["title"] == stored_title  # NFC, trimmed
     student_id = f"s-{uuid4().hex[:8]}"
     profile = {"email": " ann@example.org ", "name": "Ann"}
-    put = httpx.put(f"{api}/students/{student_id}", json=profile, timeout=30)
+    put = httpx.put(
+        f"{api}/students/{student_id}", json=profile, timeout=30, headers=ADMIN
+    )
     assert put.status_code == 200, put.text
     assert put.json()["email"] == "ann@example.org"
     with ClubClient(api) as club:
@@ -139,7 +144,7 @@ def test_odd_but_storable_input_reaches_both_read_models(
     assert statistics_row(api, lesson_id)["title"] == stored_title
 
     def roster() -> httpx.Response:
-        return httpx.get(f"{api}/lessons/{lesson_id}/roster", timeout=10)
+        return httpx.get(f"{api}/lessons/{lesson_id}/roster", timeout=10, headers=ADMIN)
 
     eventually(lambda: roster().status_code == 200 and roster().json()["students"])
     [entry] = roster().json()["students"]

@@ -37,6 +37,7 @@ from adapters.embedded.scratch import scratch_dir
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM, connect
 from entrypoints.runtime import bootstrap
 from tests.api_client import ClubClient, bearer
+from tests.identity import ADMIN
 from tests.stack import FAST_SAGA, club_env, eventually
 
 TOKEN = "pii-test-operator-token-0123456789"  # noqa: S105 - a test's token
@@ -99,7 +100,9 @@ def club(env: dict[str, str], folder: Path, *argv: str) -> str:
 
 
 def notification(api: str, enrollment_id: str) -> dict[str, Any] | None:
-    shown = httpx.get(f"{api}/enrollments/{enrollment_id}", timeout=5).json()
+    shown = httpx.get(
+        f"{api}/enrollments/{enrollment_id}", timeout=5, headers=ADMIN
+    ).json()
     return shown["notification"]  # type: ignore[no-any-return]
 
 
@@ -173,13 +176,16 @@ def exercise(api: str, mail: str, env: dict[str, str], folder: Path) -> str:
         assert export.status_code == 202, export.text
         operation = f"{api}{export.headers['location']}"
         eventually(
-            lambda: httpx.get(operation, timeout=5).json()["status"] == "succeeded",
+            lambda: (
+                httpx.get(operation, timeout=5, headers=ADMIN).json()["status"]
+                == "succeeded"
+            ),
             timeout=60,
         )
         # An operator with the wrong token: a log line the request names.
         forbidden = httpx.get(
             f"{api}/ops/status",
-            headers=bearer("not-the-token") | {"X-Request-ID": f"pii-{RUN}"},
+            headers=bearer("not-the-token") | {"X-Request-ID": f"pii-{RUN}"} | ADMIN,
             timeout=5,
         )
     assert forbidden.status_code == 403
@@ -198,7 +204,11 @@ def buy_a_seat(client: ClubClient, student_id: str) -> str:
 
 
 def purchase_status(api: str, purchase_id: str) -> str:
-    return str(httpx.get(f"{api}/purchases/{purchase_id}", timeout=5).json()["status"])
+    return str(
+        httpx.get(f"{api}/purchases/{purchase_id}", timeout=5, headers=ADMIN).json()[
+            "status"
+        ]
+    )
 
 
 def mailed(mail: str, address: str) -> int:

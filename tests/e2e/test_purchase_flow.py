@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.api_client import ClubClient
+from tests.identity import ADMIN
 from tests.stack import FAST_SAGA, Stack, eventually, running_stack, scratch_for
 
 
@@ -31,16 +32,21 @@ def test_a_purchase_completes_on_its_own(stack: Stack) -> None:
     purchase = answer.json()
     assert purchase["status"] == "reserved"
     assert purchase["price_cents"] == 2500
-    assert httpx.get(f"{base}/lessons/{lesson_id}").json()["seats_held"] == 1
+    assert (
+        httpx.get(f"{base}/lessons/{lesson_id}", headers=ADMIN).json()["seats_held"]
+        == 1
+    )
 
     def confirmed() -> dict[str, object] | None:
-        body = httpx.get(f"{base}/purchases/{purchase['purchase_id']}").json()
+        body = httpx.get(
+            f"{base}/purchases/{purchase['purchase_id']}", headers=ADMIN
+        ).json()
         return body if body["status"] == "confirmed" else None
 
     done = eventually(confirmed, timeout=30)
     assert done["enrollment_id"] is not None
     assert done["next_step"] == "paid; your seat is confirmed"
-    lesson = httpx.get(f"{base}/lessons/{lesson_id}").json()
+    lesson = httpx.get(f"{base}/lessons/{lesson_id}", headers=ADMIN).json()
     assert (lesson["seats_held"], lesson["seats_taken"]) == (0, 1)
     [payment] = [
         p

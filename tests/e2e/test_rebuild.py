@@ -19,6 +19,7 @@ from application.contracts.mapping import decode
 from application.ids import event_id
 from projections import rosters, statistics
 from tests.faults.workload import Enroller, expected_event_ids
+from tests.identity import ADMIN
 from tests.integration.helpers import published, run, with_js
 from tests.integration.test_rebuild_never_stops import (
     store_lesson_bypassing_the_domain,
@@ -74,7 +75,7 @@ def test_rebuilds_equal_the_live_models_while_enrollments_keep_arriving(
     stop = threading.Event()
 
     def reader() -> None:
-        with httpx.Client(base_url=stack.base, timeout=10) as http:
+        with httpx.Client(base_url=stack.base, timeout=10, headers=ADMIN) as http:
             lesson_id = warm_up.lessons[0][0]
             while not stop.is_set():
                 serving.append(http.get("/statistics").status_code)
@@ -103,7 +104,9 @@ def test_rebuilds_equal_the_live_models_while_enrollments_keep_arriving(
                 .where(inbox.c.consumer == name)
             ).scalar_one()
             assert rows == len(expected_event_ids(container))  # each event once
-    roster = httpx.get(f"{stack.base}/lessons/{warm_up.lessons[0][0]}/roster").json()
+    roster = httpx.get(
+        f"{stack.base}/lessons/{warm_up.lessons[0][0]}/roster", headers=ADMIN
+    ).json()
     assert roster["last_applied_seq"] > 0
     assert len(roster["students"]) == truth(container)[0][UUID(warm_up.lessons[0][0])]
 

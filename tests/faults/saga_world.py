@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.api_client import ClubClient
+from tests.identity import ADMIN
 from tests.servers import scratch_dir
 from tests.stack import FAST_FAULTS, FAST_SAGA, Stack, eventually
 
@@ -50,11 +51,13 @@ class World:
         return str(answer.json()["purchase_id"])
 
     def view(self, purchase_id: str) -> dict[str, Any]:
-        body: dict[str, Any] = httpx.get(f"{self.base}/purchases/{purchase_id}").json()
+        body: dict[str, Any] = httpx.get(
+            f"{self.base}/purchases/{purchase_id}", headers=ADMIN
+        ).json()
         return body
 
     def lesson_seats(self, lesson_id: str) -> tuple[int, int]:
-        body = httpx.get(f"{self.base}/lessons/{lesson_id}").json()
+        body = httpx.get(f"{self.base}/lessons/{lesson_id}", headers=ADMIN).json()
         return body["seats_held"], body["seats_taken"]
 
     def until(self, purchase_id: str, *status: str, timeout: float = 30) -> Any:
@@ -74,7 +77,7 @@ class World:
 
     def webhooks_sent(self) -> list[dict[str, Any]]:
         sent: list[dict[str, Any]] = httpx.get(
-            f"{self.stack.payment_url}/webhooks"
+            f"{self.stack.payment_url}/webhooks", headers=ADMIN
         ).json()["webhooks"]
         return sent
 

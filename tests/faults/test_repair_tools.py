@@ -15,6 +15,7 @@ from adapters.postgres.audit_records import PostgresAuditRecords
 from adapters.postgres.lease import RELAY_LEASE, RelayLease
 from tests.faults.facts import enroll, settled, setup_lesson
 from tests.faults.workload import confirmed_totals
+from tests.identity import ADMIN
 from tests.integration.helpers import with_js
 from tests.stack import eventually
 
@@ -45,7 +46,9 @@ def test_audit_finds_lost_events_and_rewind_restores_them(
     for _ in range(2):
         other = f"s-{uuid4().hex[:10]}"
         profile = {"email": "a@b.org", "name": "B"}
-        assert httpx.put(f"{stack.base}/students/{other}", json=profile).is_success
+        assert httpx.put(
+            f"{stack.base}/students/{other}", json=profile, headers=ADMIN
+        ).is_success
         assert enroll(stack.base, lesson_id, other, str(uuid4())).status_code == 201
     newest = container.app.recorder.max_notification_id()
     eventually(lambda: lease.position() == newest)

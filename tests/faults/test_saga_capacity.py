@@ -19,6 +19,7 @@ import httpx
 from domain.lesson import Lesson
 from entrypoints.runtime import bootstrap
 from tests.faults.saga_world import World, world_for
+from tests.identity import ADMIN
 from tests.stack import eventually
 
 CAPACITY = 10
@@ -89,7 +90,7 @@ def watch_seats(world: World, lesson_id: str) -> Watch:
     watch = Watch()
 
     def run() -> None:
-        with httpx.Client(base_url=world.base, timeout=10) as client:
+        with httpx.Client(base_url=world.base, timeout=10, headers=ADMIN) as client:
             while not watch.stop.wait(0.05):
                 body = client.get(f"/lessons/{lesson_id}").json()
                 watch.most = max(watch.most, body["seats_held"] + body["seats_taken"])

@@ -26,6 +26,7 @@ from adapters.postgres.factory import ClubFactory
 from entrypoints.runtime.bootstrap import migrate
 from tests.faults.facts import setup_lesson
 from tests.faults.workload import confirmed_totals, expected_event_ids, stream_event_ids
+from tests.identity import ADMIN
 from tests.servers import fresh_database, scratch_dir
 from tests.stack import FAST_FAULTS, Stack, eventually
 
@@ -70,7 +71,7 @@ class Client(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        with httpx.Client(base_url=self.api, timeout=15) as http:
+        with httpx.Client(base_url=self.api, timeout=15, headers=ADMIN) as http:
             while not self.stop.is_set():
                 student, key = f"r-{uuid4().hex[:10]}", str(uuid4())
                 # The profile first, saved for sure: an enrollment of a student
@@ -218,7 +219,7 @@ def test_a_role_started_while_postgres_is_down_waits_for_it(
 
 def _status(url: str) -> int | None:
     try:
-        return httpx.get(url, timeout=15).status_code
+        return httpx.get(url, timeout=15, headers=ADMIN).status_code
     except httpx.HTTPError:
         return None
 

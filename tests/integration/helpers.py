@@ -29,6 +29,7 @@ from entrypoints.http.problems import install_error_handlers
 from entrypoints.http.routes import operations
 from entrypoints.runtime import work_classes
 from entrypoints.runtime.bootstrap import Container, build_relay
+from tests.identity import ADMIN, VERIFIER
 
 # One copy: the package's, re-exported for the tests that import them from here.
 __all__ = ["lesson_with_enrollments", "make_relay", "published", "relay_all"]
@@ -108,8 +109,9 @@ def operations_api(container: Container, data_dir: Path) -> Iterator[TestClient]
     app.include_router(operations.router)
     app.state.container = container
     app.state.exports_dir = exports_dir(data_dir)
+    app.state.verifier = VERIFIER
     install_error_handlers(app)
-    with TestClient(app) as client:
+    with TestClient(app, headers=ADMIN) as client:
         yield client
 
 
