@@ -84,6 +84,7 @@ class Lesson(Aggregate):
     def __init__(
         self,
         id: UUID,  # the originator id, chosen by the caller
+        *,
         title: str,
         capacity: int,
         starts_at: datetime,
