@@ -22,6 +22,12 @@ from application.retention import Retention, RetentionError
 from application.saga import SagaPolicy
 from entrypoints.config.auth import AuthSettingError, AuthSettings
 from entrypoints.config.catalogue import CONSUMERS
+from entrypoints.config.exposure import (
+    DEFAULT_RATE,
+    default_hosts,
+    parse_hosts,
+    parsed_rate,
+)
 from entrypoints.config.masking import masked
 
 
@@ -66,6 +72,8 @@ class Settings:
     retention: Retention = attrs.Factory(Retention)
     # How callers prove who they are (CLUB_AUTH_*; config/auth.py).
     auth: AuthSettings = attrs.Factory(AuthSettings)
+    rate_limit: str = DEFAULT_RATE  # per caller (entrypoints/http/rate_limit.py)
+    allowed_hosts: frozenset[str] = attrs.Factory(lambda: default_hosts("127.0.0.1"))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -103,6 +111,9 @@ class Settings:
             metrics_port=_optional_port(env, "CLUB_METRICS_PORT"),
             dlq_owners=_dlq_owners(env.get("CLUB_DLQ_OWNERS", "")),
             auth=_auth(env),
+            rate_limit=_rate(env.get("CLUB_RATE_LIMIT") or DEFAULT_RATE),
+            allowed_hosts=parse_hosts(env.get("CLUB_ALLOWED_HOSTS", ""))
+            or default_hosts(env.get("CLUB_HTTP_HOST", "127.0.0.1")),
             retention=_retention(env),
         )
 
@@ -137,6 +148,14 @@ def _operator_token(given: str | None) -> str:
         )
         raise ConfigError(msg)
     return given
+
+
+def _rate(raw: str) -> str:
+    try:
+        parsed_rate(raw)
+    except ValueError as e:
+        raise ConfigError(f"CLUB_RATE_LIMIT: {e}") from None
+    return raw
 
 
 def _auth(env: Mapping[str, str]) -> AuthSettings:

@@ -24,7 +24,7 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 _WHY = {
     400: "A missing or malformed Idempotency-Key header.",
     401: "No bearer token, or one that is malformed, expired or badly signed "
-    "(WWW-Authenticate: Bearer error=\"invalid_token\"); on /ops, no or a wrong "
+    '(WWW-Authenticate: Bearer error="invalid_token"); on /ops, no or a wrong '
     "operator token.",
     403: "A good token without the right (another student's enrollment request, "
     "another teacher's lesson, the statistics without admin).",

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
+from starlette.types import ASGIApp
 
 from adapters.identity.tokens import TokenVerifier
 from adapters.nats.streams import connect
@@ -20,7 +21,9 @@ from entrypoints.config.container import Container
 from entrypoints.config.settings import exports_dir
 from entrypoints.http.body_limit import BodyLimit
 from entrypoints.http.deadline import DEFAULT_DEADLINE_S, Deadline
+from entrypoints.http.hosts import AllowedHosts
 from entrypoints.http.problems import install_error_handlers
+from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.http.request_context import RequestContext
 from entrypoints.http.routes import (
     enrollments,
@@ -50,12 +53,15 @@ def create_api(
     webhook_secret: str = "",
     more_routers: Sequence[APIRouter] = (),
     state: Mapping[str, object] | None = None,
+    rate_limit: CallerLimit | None = None,
+    allowed_hosts: frozenset[str] | None = None,
 ) -> FastAPI:
     """`verifier`: who a bearer token says calls (contract §4.1);
     `data_dir`: where export results are served from (CLUB_DATA_DIR);
     `webhook_secret`: what payment webhooks are signed with ("" refuses them all);
     `more_routers` and `state`: another package's routes, and what they read from
-    `app.state`.
+    `app.state`; `rate_limit`: requests per caller (None: none);
+    `allowed_hosts`: the names served (None: any, as a test's client sends).
     """
 
     @asynccontextmanager
@@ -68,6 +74,7 @@ def create_api(
     api = FastAPI(title="Club", version="0.1.0", lifespan=lifespan)
     api.state.container = container
     api.state.verifier = verifier
+    api.state.rate_limit = rate_limit
     for name, value in (state or {}).items():
         setattr(api.state, name, value)
     api.state.hold_seconds = hold_seconds
@@ -78,4 +85,7 @@ def create_api(
     for router in (*(module.router for module in ROUTERS), *more_routers):
         api.include_router(router)
     # Outermost: the request's ids are bound for every line below, the deadline's too.
-    return RequestContext(Deadline(BodyLimit(api), deadline_seconds))  # type: ignore[return-value]
+    served: ASGIApp = RequestContext(Deadline(BodyLimit(api), deadline_seconds))
+    if allowed_hosts is not None:  # before anything else reads the request
+        served = AllowedHosts(served, allowed_hosts)
+    return served  # type: ignore[return-value]

@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from adapters.identity.tokens import InvalidTokenError, IssuerKeys, TokenVerifier
 from application.identity import Caller
+from entrypoints.http.rate_limit import CallerLimit
 
 _BEARER = HTTPBearer(
     auto_error=False,  # our 401 is a problem document with the header RFC 6750 names
@@ -30,15 +31,25 @@ async def _caller(
     request: Request,
     given: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
 ) -> Caller:
-    if given is None:
-        raise InvalidTokenError("send Authorization: Bearer <token>")
-    verifier: TokenVerifier = request.app.state.verifier
-    if isinstance(verifier.keys, IssuerKeys):  # may fetch the issuer's keys
-        caller = await asyncio.to_thread(verifier.caller, given.credentials)
-    else:  # a secret: microseconds of CPU, no I/O, no thread hand-off
-        caller = verifier.caller(given.credentials)
-    request.state.caller = caller  # the rate limit's key, the logs' caller
+    limit: CallerLimit | None = getattr(request.app.state, "rate_limit", None)
+    try:
+        if given is None:
+            raise InvalidTokenError("send Authorization: Bearer <token>")
+        caller = await _verified(request.app.state.verifier, given.credentials)
+    except InvalidTokenError:
+        if limit is not None:  # a flood of bad tokens is an address's to pay for
+            limit.spend(f"address:{request.client.host if request.client else ''}")
+        raise
+    if limit is not None:
+        limit.spend(f"caller:{caller.sub}")
+    request.state.caller = caller  # the Idempotency-Key's owner, the logs' caller
     return caller
+
+
+async def _verified(verifier: TokenVerifier, token: str) -> Caller:
+    if isinstance(verifier.keys, IssuerKeys):  # may fetch the issuer's keys
+        return await asyncio.to_thread(verifier.caller, token)
+    return verifier.caller(token)  # a secret: microseconds of CPU, no I/O
 
 
 CallerDep = Annotated[Caller, Depends(_caller)]

@@ -30,6 +30,7 @@ from domain.errors import (
     PurchaseStateError,
     SeatNotHeldError,
 )
+from entrypoints.http.rate_limit import RateLimitedError
 
 log = structlog.get_logger()
 MEDIA_TYPE = "application/problem+json"
@@ -84,6 +85,11 @@ def problem_for(error: BaseException) -> JSONResponse | None:
             401, "invalid-token", "Unauthorized", str(error),
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )  # fmt: skip
+    if isinstance(error, RateLimitedError):
+        return problem(
+            429, "too-many-requests", "Too many requests", str(error),
+            headers={"Retry-After": str(error.retry_after_s)},
+        )  # fmt: skip
     if isinstance(error, KeysUnavailableError):
         return problem(
             503, "identity-provider-unavailable", "Temporarily unavailable",
@@ -107,6 +113,7 @@ def problem_for(error: BaseException) -> JSONResponse | None:
 KNOWN_ERRORS: tuple[type[Exception], ...] = (
     InvalidTokenError,
     KeysUnavailableError,
+    RateLimitedError,
     *(cls for cls, *_ in KNOWN),
     *TRANSIENT,
 )

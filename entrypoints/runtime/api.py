@@ -10,6 +10,7 @@ from adapters.identity.tokens import TokenVerifier
 from entrypoints.config.container import Container
 from entrypoints.http.app import create_api
 from entrypoints.http.deadline import DEFAULT_DEADLINE_S
+from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.http.routes.purchases import DEFAULT_HOLD_SECONDS
 from entrypoints.ops import metrics, page, routes
 from entrypoints.ops.access import OpsConfig
@@ -28,6 +29,8 @@ def create_app(
     webhook_secret: str = "",
     ops: OpsConfig | None = None,
     verifier: TokenVerifier,
+    rate_limit: CallerLimit | None = None,
+    allowed_hosts: frozenset[str] | None = None,
 ) -> FastAPI:
     """`ops`: the operator token and promise for /ops/* (None: from CLUB_* on first
     use); the rest as `create_api`."""
@@ -35,6 +38,8 @@ def create_app(
         container,
         nats_url,
         verifier=verifier,
+        rate_limit=rate_limit,
+        allowed_hosts=allowed_hosts,
         deadline_seconds=deadline_seconds,
         data_dir=data_dir,
         hold_seconds=hold_seconds,

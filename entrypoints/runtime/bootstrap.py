@@ -171,6 +171,7 @@ class Runnable(Protocol):
 
 
 def build_api(settings: Settings, container: Container) -> ASGIApp:
+    from entrypoints.http.rate_limit import CallerLimit  # noqa: PLC0415 - likewise
     from entrypoints.ops.access import OpsConfig  # noqa: PLC0415 - likewise
     from entrypoints.runtime.api import create_app  # noqa: PLC0415 - FastAPI only for the API
 
@@ -183,6 +184,8 @@ def build_api(settings: Settings, container: Container) -> ASGIApp:
         webhook_secret=settings.payment_webhook_secret,
         ops=OpsConfig.from_settings(settings),
         verifier=token_verifier(settings),
+        rate_limit=CallerLimit(settings.rate_limit),
+        allowed_hosts=settings.allowed_hosts,
     )
 
 

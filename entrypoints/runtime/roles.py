@@ -30,6 +30,14 @@ from entrypoints.runtime.metrics_server import MetricsServer, Refresh, serve_met
 log = structlog.get_logger()
 
 
+# What one API process holds for clients it does not know: at most this many
+# connections and requests at once (then 503 at once, not a queue that grows),
+# and an idle kept-alive connection for 5 s. uvicorn has no timeout for a request
+# head sent a byte at a time: in front of untrusted clients, a reverse proxy's
+# header timeout does that (docs/decisions/2026-12-01-callers-and-their-rights.md).
+EXPOSURE: dict[str, Any] = {"limit_concurrency": 512, "timeout_keep_alive": 5}
+
+
 def run_api(settings: Settings, workers: int | None = None) -> None:
     """`workers` processes (None: CLUB_API_WORKERS, else 1). Several share one port;
     each runs `entrypoints.runtime.asgi:create_app` with its own container, and the
@@ -45,6 +53,7 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
             log_level="warning",
             log_config=None,  # uvicorn's loggers go through ours (logging_setup.py)
             timeout_graceful_shutdown=5,
+            **EXPOSURE,
         )
         return
     role = bootstrap.Role("api")
@@ -61,6 +70,7 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
             log_level="warning",
             log_config=None,
             timeout_graceful_shutdown=5,
+            **EXPOSURE,
         )
     finally:
         container.close()

@@ -13,6 +13,7 @@ import jwt
 import pytest
 from fastapi.testclient import TestClient
 
+from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.runtime.api import create_app
 from tests.api_client import STARTS_AT, ClubClient
 from tests.identity import (
@@ -189,3 +190,30 @@ def test_a_key_names_one_callers_request(club: ClubClient, api) -> None:
 def test_unknown_roles_give_nothing(api) -> None:
     nobody = as_caller("mallory", "superuser", "root")
     assert api.get("/statistics", headers=nobody).status_code == 403
+
+
+def test_a_burst_over_the_rate_is_429_for_that_caller_only(container) -> None:
+    app = create_app(container, verifier=VERIFIER, rate_limit=CallerLimit("3/minute"))
+    with TestClient(app) as api:
+        tess, tom = as_teacher("tess"), as_teacher("tom")
+        answers = [api.get(f"/lessons/{uuid4()}", headers=tess) for _ in range(4)]
+        assert [a.status_code for a in answers] == [404, 404, 404, 429]
+        assert 1 <= int(answers[-1].headers["retry-after"]) <= 60
+        assert answers[-1].headers["content-type"] == "application/problem+json"
+        assert api.get(f"/lessons/{uuid4()}", headers=tom).status_code == 404
+        # bad tokens are counted against the address they came from
+        bad = [api.get("/statistics", headers=_signed({"exp": 1})) for _ in range(4)]
+        assert [a.status_code for a in bad] == [401, 401, 401, 429]
+
+
+def test_only_the_apis_own_names_are_served(container) -> None:
+    """DNS rebinding: a page's own name in Host is refused before anything runs."""
+    app = create_app(
+        container, verifier=VERIFIER, allowed_hosts=frozenset({"127.0.0.1"})
+    )
+    with TestClient(app, base_url="http://127.0.0.1:8000") as api:
+        assert api.get("/healthz").status_code == 200
+        for host in ("evil.example", "127.0.0.1.evil.example", "", "localhost.:80"):
+            refused = api.get("/healthz", headers={"Host": host})
+            assert refused.status_code == 400, host
+            assert refused.json()["type"] == "/problems/host-not-allowed"

@@ -1,0 +1,58 @@
+"""What the API serves and to whom: its own names, a rate per caller."""
+
+from __future__ import annotations
+
+import pytest
+
+from entrypoints.config.exposure import default_hosts, parse_hosts, parsed_rate
+from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.http.hosts import _host_of
+from entrypoints.http.rate_limit import CallerLimit, RateLimitedError
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("header", "host"),
+    [
+        (b"127.0.0.1:8000", "127.0.0.1"),
+        (b"LocalHost", "localhost"),
+        (b"[::1]:8000", "::1"),
+        (b"[::1]", "::1"),
+        (b"api.club.example", "api.club.example"),
+        (b"evil.example:8000", "evil.example"),
+        (b"", ""),
+    ],
+)
+def test_the_host_header_is_read_without_its_port(header: bytes, host: str) -> None:
+    assert _host_of(header) == host
+
+
+def test_by_default_the_api_answers_to_its_own_address_only() -> None:
+    assert default_hosts("127.0.0.1") == {"localhost", "127.0.0.1", "::1"}
+    assert "0.0.0.0" not in default_hosts("0.0.0.0")  # noqa: S104 - a name
+    assert "api.internal" in default_hosts("api.internal")
+    assert parse_hosts(" Api.Club.Example , [::1],") == {"api.club.example", "::1"}
+    settings = Settings.from_env({"CLUB_ALLOWED_HOSTS": "club.example"})
+    assert settings.allowed_hosts == {"club.example"}
+    assert Settings.from_env({}).allowed_hosts == {"localhost", "127.0.0.1", "::1"}
+
+
+def test_a_caller_has_its_own_budget() -> None:
+    limit = CallerLimit("2/minute")
+    limit.spend("ann")
+    limit.spend("ann")
+    limit.spend("bob")
+    with pytest.raises(RateLimitedError) as refused:
+        limit.spend("ann")
+    assert 1 <= refused.value.retry_after_s <= 60
+
+
+@pytest.mark.parametrize("rate", ["fast", "50/fortnight", "-1/second", ""])
+def test_a_rate_that_is_no_rate_is_refused_at_start(rate: str) -> None:
+    if rate:
+        with pytest.raises(ValueError, match="no rate"):
+            parsed_rate(rate)
+    with pytest.raises(ConfigError, match="CLUB_RATE_LIMIT"):
+        Settings.from_env({"CLUB_RATE_LIMIT": rate or " "})
+    assert Settings.from_env({}).rate_limit == "50/second"
