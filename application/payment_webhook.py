@@ -115,7 +115,8 @@ def verify_signature(
     candidates: list[str] = []
     for part in header.split(","):
         name, _, value = part.strip().partition("=")
-        if name == "t" and value.isdigit() and len(value) <= 12:  # noqa: PLR2004
+        # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+        if name == "t" and value.isascii() and value.isdigit() and len(value) <= 12:  # noqa: PLR2004
             timestamp = int(value)
         elif name == "v1":
             candidates.append(value)

@@ -18,6 +18,8 @@ from sqlalchemy.dialects.postgresql import insert
 from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.tables import payment_webhooks, refused_webhooks
 
+REFUSALS_KEPT = 1000  # a sample for the operator, not a log of every forger
+
 
 class WebhookLog:
     def __init__(self, engine: sa.Engine, deadlines: SagaDeadlines) -> None:
@@ -56,15 +58,27 @@ class WebhookLog:
         return inserted if inserted is not None else self.outcome_of(event_id) or ""
 
     def refuse(self, *, reason: str, remote: str | None, body: bytes) -> None:
-        """Kept for the operator: the body's hash and size, never the body."""
+        """Kept for the operator: the body's hash and size, never the body; the
+        newest REFUSALS_KEPT only (the counter counts them all), so anonymous
+        refusals cannot grow a table for ever."""
         with self._engine.begin() as conn:
             conn.execute(
                 sa.insert(refused_webhooks).values(
                     reason=reason,
-                    remote=remote,
+                    remote=(remote or "")[:64] or None,
                     body_sha256=hashlib.sha256(body).hexdigest(),
                     body_bytes=len(body),
                 )
+            )
+            oldest_kept = (
+                sa.select(refused_webhooks.c.id)
+                .order_by(refused_webhooks.c.id.desc())
+                .offset(REFUSALS_KEPT - 1)
+                .limit(1)
+                .scalar_subquery()
+            )
+            conn.execute(
+                sa.delete(refused_webhooks).where(refused_webhooks.c.id < oldest_kept)
             )
 
     def refused_count(self) -> int:

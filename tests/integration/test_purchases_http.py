@@ -16,8 +16,10 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 
+from adapters.postgres import webhooks
 from adapters.postgres.tables import payment_webhooks, refused_webhooks, saga_deadlines
 from application.payment import SIGNATURE_HEADER, Webhook, WebhookType, sign
+from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.runtime.api import create_app
 from tests.api_client import ClubClient
 from tests.identity import ADMIN, VERIFIER
@@ -356,3 +358,40 @@ def test_the_purchase_routes_are_in_the_openapi_document_with_their_problems(
         p for p in ops["payment_webhook"]["parameters"] if p["name"] == "Club-Signature"
     )
     assert signature["required"] is True
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "t=²,v1=abc",
+        "t=١٢٣,v1=abc",
+        "t=9" * 40,
+        "v1=" + "a" * 5000,
+        "t=\x00,v1=\x00",
+        "é",
+    ],
+)
+def test_any_bytes_in_a_signature_header_are_401(api, header: str) -> None:
+    """Unicode digits passed str.isdigit() and crashed int(): a 500 for anyone."""
+    body = b'{"id": "evt_x"}'
+    answer = api.post(
+        "/webhooks/payment",
+        content=body,
+        headers={SIGNATURE_HEADER: header.encode("utf-8")},  # as the wire has it
+    )
+    assert answer.status_code == 401, answer.text
+
+
+def test_refusals_keep_a_bounded_sample_and_a_forger_is_rate_limited(
+    container, monkeypatch
+) -> None:
+    monkeypatch.setattr(webhooks, "REFUSALS_KEPT", 3)
+    app = create_app(
+        container, webhook_secret=SECRET, verifier=VERIFIER,
+        rate_limit=CallerLimit("6/minute"),
+    )  # fmt: skip
+    with TestClient(app) as forger:
+        answers = [forger.post("/webhooks/payment", content=b"{}") for _ in range(7)]
+        kept = count(container, refused_webhooks)
+    assert [a.status_code for a in answers] == [401] * 6 + [429]
+    assert kept == 3  # the newest three; the counter counts every refusal

@@ -22,6 +22,7 @@ from entrypoints.config.container import Container
 from entrypoints.http.api_docs import problems
 from entrypoints.http.deps import ContainerDep
 from entrypoints.http.problems import problem
+from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.http.schemas import WebhookOut
 
 log = structlog.get_logger()
@@ -57,26 +58,21 @@ Reason = Literal["bad-signature", "unreadable"]
 )
 async def payment_webhook(request: Request, container: ContainerDep) -> Response:
     body = await request.body()  # the raw bytes: the signature covers exactly these
-    return await run_in_threadpool(
-        _receive,
-        container,
-        body,
-        request.headers.get(SIGNATURE_HEADER),
-        getattr(request.app.state, "webhook_secret", ""),
-        request.client.host if request.client else None,
-    )
+    remote = request.client.host if request.client else None
+    secret = getattr(request.app.state, "webhook_secret", "")
+    if not verify_signature(secret, body, request.headers.get(SIGNATURE_HEADER)):
+        # Anyone may send one: a forger's address pays for each refusal kept.
+        limit: CallerLimit | None = getattr(request.app.state, "rate_limit", None)
+        if limit is not None:
+            limit.spend(f"address:{remote or ''}")
+        return await run_in_threadpool(
+            _refuse, container, "bad-signature", remote, body, 401
+        )
+    return await run_in_threadpool(_receive, container, body, remote)
 
 
-def _receive(
-    container: Container,
-    body: bytes,
-    signature: str | None,
-    secret: str,
-    remote: str | None,
-) -> Response:
-    """Blocking work (the database), off the event loop."""
-    if not verify_signature(secret, body, signature):
-        return _refuse(container, "bad-signature", remote, body, 401)
+def _receive(container: Container, body: bytes, remote: str | None) -> Response:
+    """A signed webhook: blocking work (the database), off the event loop."""
     try:
         webhook = Webhook.from_json(body)
     except ValueError as error:
