@@ -9,18 +9,12 @@ the exports directory, and the composition root hands them over together as one
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Callable, Collection
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 from uuid import UUID
 
 import attrs
-from eventsourcing.persistence import Notification
-
-from application.next_steps import DeadLetterFact, NotificationFact, RelayFact
 
 RATE_WINDOW_S = 60.0  # rates are what happened over the last minute
 
@@ -64,20 +58,6 @@ class DeadlinesHop:
     oldest_overdue_seconds: float | None
 
 
-class ChainCounts(Protocol):
-    """Each hop's count and its oldest item's age, as the database knows them.
-    Blocking: each read is one short query."""
-
-    def outbox(self) -> OutboxHop: ...
-    def notification_states(self) -> list[StateCount]: ...
-    def rates(self, window_seconds: float = RATE_WINDOW_S) -> Rates: ...
-    def store_sizes(self) -> dict[str, int]: ...
-    def store_ages(self) -> dict[str, float | None]: ...
-    def inbox_horizons(self) -> dict[str, datetime]: ...
-    def projection_positions(self) -> dict[str, int]: ...
-    def saga_deadlines(self) -> DeadlinesHop | None: ...
-
-
 # The chain, hop by hop: the broker's side.
 
 
@@ -111,14 +91,6 @@ class DlqHop:
     oldest_age_seconds: float
 
 
-class ChainLags(Protocol):
-    """Each durable's lag, each stream's size, the DLQ by consumer."""
-
-    async def consumer_hops(self, durables: list[str]) -> list[ConsumerHop]: ...
-    async def stream_sizes(self) -> list[StreamSize]: ...
-    async def dlq_hops(self) -> list[DlqHop]: ...
-
-
 # The export files beside the stores.
 
 
@@ -127,14 +99,6 @@ class ExportFilesTally:
     files: int = 0
     bytes: int = 0
     oldest_age_seconds: float | None = None
-
-
-class ExportFilesSize(Protocol):
-    """Count, bytes and the oldest file's age; a missing directory holds nothing."""
-
-    def __call__(
-        self, directory: Path, now: float | None = None
-    ) -> ExportFilesTally: ...
 
 
 # One id's trace.
@@ -156,17 +120,6 @@ class DeadlineRow:
     last_error: str | None
 
 
-class TraceRecords(Protocol):
-    """What the database records of one aggregate's journey. Blocking."""
-
-    def stored_events(self, aggregate_id: UUID) -> list[Notification]: ...
-    def relay(self) -> RelayFact: ...
-    def inbox_rows(self, event_ids: Collection[UUID]) -> list[InboxRow]: ...
-    def notifications(self, event_ids: Collection[UUID]) -> list[NotificationFact]: ...
-    def saga_deadline(self, purchase_id: UUID) -> DeadlineRow | None: ...
-    def saga_feed_position(self) -> int: ...
-
-
 @attrs.frozen(kw_only=True)
 class DurableView:
     consumer: str
@@ -181,18 +134,6 @@ class DurableView:
 class Found:
     seq: int
     stored_at: datetime | None
-
-
-class TraceMessages(Protocol):
-    """What the broker knows of one event: its message, each durable's progress
-    past it, the dead letters that name it."""
-
-    async def durable_views(self, durables: list[str]) -> list[DurableView]: ...
-    async def message_at(self, seq: int, event_id: str) -> Found | None: ...
-    async def find_message(
-        self, event_id: str, subject: str, occurred_at: datetime
-    ) -> Found | None: ...
-    async def letters_naming(self, ids: set[str]) -> list[DeadLetterFact]: ...
 
 
 # The dead letters, and their replay.
@@ -261,28 +202,6 @@ class NotReplayableError(ValueError):
     """No durable reads what a replay would hand this consumer."""
 
 
-class DeadLetterQueue(Protocol):
-    """The DLQ as people run it: read the entries, hand them back (audited)."""
-
-    async def entries(
-        self, consumer: str | None = None, *, limit: int | None = None
-    ) -> list[DeadLetter]:
-        """Oldest first: one consumer's, or all; at most `limit`."""
-        ...
-
-    async def event_ids(self, consumer: str) -> set[str]:
-        """The original event ids of a consumer's dead letters."""
-        ...
-
-    async def replay(
-        self,
-        request: ReplayRequest,
-        *,
-        stop: asyncio.Event | None = None,
-        progress: Callable[[DeadLetter], None] = lambda _: None,
-    ) -> ReplayReport: ...
-
-
 # The audit: published events each consumer never saw.
 
 
@@ -291,15 +210,6 @@ class PublishedEvent(NamedTuple):
     event_id: str
     type: str
     occurred_at: datetime  # UTC
-
-
-class AuditRecords(Protocol):
-    """What the database says was published, and what each consumer applied.
-    Blocking."""
-
-    def published_up_to_position(self) -> list[PublishedEvent]: ...
-    def applied_event_ids(self, consumer: str) -> set[str]: ...
-    def inbox_horizon(self, consumer: str) -> datetime | None: ...
 
 
 # Confirmed enrollments: the event store beside the statistics.
@@ -313,21 +223,3 @@ class ConfirmedTotals:
     @property
     def caught_up(self) -> bool:
         return self.projection >= self.store
-
-
-class ConfirmedCounts(Protocol):
-    def confirmed_totals(self) -> ConfirmedTotals: ...
-
-
-@attrs.frozen(kw_only=True)
-class ConsoleReads:
-    """Every read the console makes, as the composition root wired them."""
-
-    chain_counts: ChainCounts
-    chain_lags: ChainLags
-    export_files: ExportFilesSize
-    trace_records: TraceRecords
-    trace_messages: TraceMessages
-    dead_letters: DeadLetterQueue
-    audit_records: AuditRecords
-    confirmed: ConfirmedCounts

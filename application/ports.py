@@ -7,12 +7,39 @@ import them. Adapters implement these; `tests/ports/` holds a contract per port.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from pathlib import Path
 from typing import Protocol
 from uuid import UUID
 
+import attrs
+from eventsourcing.persistence import Notification as StoredNotification
+
+from application.console_reads import (
+    RATE_WINDOW_S,
+    ConfirmedTotals,
+    ConsumerHop,
+    DeadLetter,
+    DeadlineRow,
+    DeadlinesHop,
+    DlqHop,
+    DurableView,
+    ExportFilesTally,
+    Found,
+    InboxRow,
+    OutboxHop,
+    PublishedEvent,
+    Rates,
+    ReplayReport,
+    ReplayRequest,
+    StateCount,
+    StreamSize,
+)
 from application.email import DeliveryStatus, OutgoingEmail, SendResult
 from application.idempotency import Answer, Recorded, Request, RequestId
+from application.next_steps import DeadLetterFact, NotificationFact, RelayFact
 from application.notification_decision import State
 from application.notification_record import Notification, NotificationRequest
 from application.payment import Payment, PaymentStatus, Refund, RefundStatus
@@ -160,3 +187,110 @@ class ExportFiles(Protocol):
         """Write the whole file, durably, under its final name; return that name.
         Raises OSError when it cannot (a full disk, a missing directory)."""
         ...
+
+
+# The operator's console reads the chain through these; what they answer with is
+# in application/console_reads.py, and entrypoints/runtime/console_wiring.py wires
+# each to its adapter.
+
+
+class ChainCounts(Protocol):
+    """Each hop's count and its oldest item's age, as the database knows them.
+    Blocking: each read is one short query."""
+
+    def outbox(self) -> OutboxHop: ...
+    def notification_states(self) -> list[StateCount]: ...
+    def rates(self, window_seconds: float = RATE_WINDOW_S) -> Rates: ...
+    def store_sizes(self) -> dict[str, int]: ...
+    def store_ages(self) -> dict[str, float | None]: ...
+    def inbox_horizons(self) -> dict[str, datetime]: ...
+    def projection_positions(self) -> dict[str, int]: ...
+    def saga_deadlines(self) -> DeadlinesHop | None: ...
+
+
+class ChainLags(Protocol):
+    """Each durable's lag, each stream's size, the DLQ by consumer."""
+
+    async def consumer_hops(self, durables: list[str]) -> list[ConsumerHop]: ...
+    async def stream_sizes(self) -> list[StreamSize]: ...
+    async def dlq_hops(self) -> list[DlqHop]: ...
+
+
+class ExportFilesSize(Protocol):
+    """Count, bytes and the oldest file's age; a missing directory holds nothing."""
+
+    def __call__(
+        self, directory: Path, now: float | None = None
+    ) -> ExportFilesTally: ...
+
+
+class TraceRecords(Protocol):
+    """What the database records of one aggregate's journey. Blocking."""
+
+    def stored_events(self, aggregate_id: UUID) -> list[StoredNotification]: ...
+    def relay(self) -> RelayFact: ...
+    def inbox_rows(self, event_ids: Collection[UUID]) -> list[InboxRow]: ...
+    def notifications(self, event_ids: Collection[UUID]) -> list[NotificationFact]: ...
+    def saga_deadline(self, purchase_id: UUID) -> DeadlineRow | None: ...
+    def saga_feed_position(self) -> int: ...
+
+
+class TraceMessages(Protocol):
+    """What the broker knows of one event: its message, each durable's progress
+    past it, the dead letters that name it."""
+
+    async def durable_views(self, durables: list[str]) -> list[DurableView]: ...
+    async def message_at(self, seq: int, event_id: str) -> Found | None: ...
+    async def find_message(
+        self, event_id: str, subject: str, occurred_at: datetime
+    ) -> Found | None: ...
+    async def letters_naming(self, ids: set[str]) -> list[DeadLetterFact]: ...
+
+
+class DeadLetterQueue(Protocol):
+    """The DLQ as people run it: read the entries, hand them back (audited)."""
+
+    async def entries(
+        self, consumer: str | None = None, *, limit: int | None = None
+    ) -> list[DeadLetter]:
+        """Oldest first: one consumer's, or all; at most `limit`."""
+        ...
+
+    async def event_ids(self, consumer: str) -> set[str]:
+        """The original event ids of a consumer's dead letters."""
+        ...
+
+    async def replay(
+        self,
+        request: ReplayRequest,
+        *,
+        stop: asyncio.Event | None = None,
+        progress: Callable[[DeadLetter], None] = lambda _: None,
+    ) -> ReplayReport: ...
+
+
+class AuditRecords(Protocol):
+    """What the database says was published, and what each consumer applied.
+    Blocking."""
+
+    def published_up_to_position(self) -> list[PublishedEvent]: ...
+    def applied_event_ids(self, consumer: str) -> set[str]: ...
+    def inbox_horizon(self, consumer: str) -> datetime | None: ...
+
+
+class ConfirmedCounts(Protocol):
+    def confirmed_totals(self) -> ConfirmedTotals: ...
+
+
+@attrs.frozen(kw_only=True)
+class ConsoleReads:
+    """Every read the console makes, as the composition root wired them."""
+
+    chain_counts: ChainCounts
+    chain_lags: ChainLags
+    export_files: ExportFilesSize
+    trace_records: TraceRecords
+    trace_messages: TraceMessages
+    dead_letters: DeadLetterQueue
+    audit_records: AuditRecords
+    confirmed: ConfirmedCounts

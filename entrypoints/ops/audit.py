@@ -13,7 +13,7 @@ import asyncio
 
 import attrs
 
-from application.console_reads import ConsoleReads
+from application.ports import ConsoleReads
 from entrypoints.config.catalogue import PROJECTIONS
 
 

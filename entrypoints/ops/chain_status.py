@@ -19,8 +19,6 @@ from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM
 from application.capacity import plan, verdict
 from application.console_reads import (
     RATE_WINDOW_S,
-    ChainCounts,
-    ConsoleReads,
     ConsumerHop,
     DeadlinesHop,
     DlqHop,
@@ -30,6 +28,7 @@ from application.console_reads import (
     StateCount,
     StreamSize,
 )
+from application.ports import ChainCounts, ConsoleReads
 from application.retention import Retention
 from entrypoints.config.catalogue import NOTIFICATIONS, PROJECTIONS, WORK_CLASSES
 

@@ -6,7 +6,8 @@ a benchmark waits on it, a fault test compares them after the dust settles.
 
 from __future__ import annotations
 
-from application.console_reads import ConfirmedCounts, ConfirmedTotals
+from application.console_reads import ConfirmedTotals
+from application.ports import ConfirmedCounts
 
 __all__ = ["ConfirmedTotals", "confirmed_totals"]
 

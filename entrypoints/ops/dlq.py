@@ -19,12 +19,12 @@ from rich.table import Table
 from adapters.nats.streams import connect
 from application.console_reads import (
     DeadLetter,
-    DeadLetterQueue,
     NotReplayableError,
     ReplayReport,
     ReplayRequest,
     check_consumer,
 )
+from application.ports import DeadLetterQueue
 from entrypoints.config.container import Container
 from entrypoints.config.settings import ConfigError, Settings
 from entrypoints.ops.operator_command import OpenContainer

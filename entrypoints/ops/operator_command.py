@@ -15,7 +15,7 @@ from nats.js import JetStreamContext
 
 from adapters.nats.streams import connect
 from adapters.transient import TRANSIENT
-from application.console_reads import ConsoleReads
+from application.ports import ConsoleReads
 from entrypoints.config.container import Container
 from entrypoints.config.masking import masked
 

@@ -28,11 +28,11 @@ from fastapi.routing import APIRoute
 
 from application.console_reads import (
     CONSUMER_NAME,
-    ConsoleReads,
     NotReplayableError,
     ReplayReport,
     ReplayRequest,
 )
+from application.ports import ConsoleReads
 from entrypoints.config.container import Container
 from entrypoints.http.deps import ContainerDep
 from entrypoints.ops.access import OpsConfig, OpsConfigDep, require_operator

@@ -7,7 +7,7 @@ from typing import Any
 
 from nats.js import JetStreamContext
 
-from application.console_reads import ConsoleReads
+from application.ports import ConsoleReads
 from entrypoints.ops.operator_command import ReadsOf
 
 

@@ -19,13 +19,7 @@ from adapters.nats.streams import EVENTS_SUBJECTS
 from adapters.nats.trace_messages import subject_matches
 from adapters.postgres.saga_feed import WAKING_TOPICS
 from application.club import ClubApplication
-from application.console_reads import (
-    ConsoleReads,
-    DurableView,
-    InboxRow,
-    TraceMessages,
-    TraceRecords,
-)
+from application.console_reads import DurableView, InboxRow
 from application.contracts.mapping import to_envelope
 from application.exports import get_export
 from application.next_steps import (
@@ -38,6 +32,7 @@ from application.next_steps import (
     next_steps,
 )
 from application.notifications import request_for
+from application.ports import ConsoleReads, TraceMessages, TraceRecords
 from application.purchases import Purchases
 from domain.export import Export
 from entrypoints.config.catalogue import PROJECTIONS, WORK_CLASSES

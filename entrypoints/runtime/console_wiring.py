@@ -14,7 +14,7 @@ from adapters.postgres.audit_records import PostgresAuditRecords
 from adapters.postgres.chain_counts import PostgresStatus
 from adapters.postgres.confirmed_counts import SqlConfirmedCounts
 from adapters.postgres.trace_records import PostgresTrace
-from application.console_reads import ConsoleReads
+from application.ports import ConsoleReads
 from entrypoints.config.container import Container
 from projections import statistics
 

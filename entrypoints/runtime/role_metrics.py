@@ -26,7 +26,7 @@ from adapters.metrics import (
 )
 from adapters.nats.relay import Relay
 from adapters.nats.streams import EVENTS_STREAM
-from application.console_reads import ChainCounts
+from application.ports import ChainCounts
 from entrypoints.config.container import Container
 from entrypoints.runtime.console_wiring import chain_counts
 from entrypoints.runtime.metrics_server import Refresh
