@@ -9,9 +9,7 @@ a notification's slot. A new work class is one more entry in the catalogue's
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
-from uuid import UUID
 
 import attrs
 from nats.js import JetStreamContext
@@ -20,8 +18,8 @@ from adapters.nats.dead_letters import Owner
 from adapters.nats.worker import Job, Outage, RateLimit, Worker
 from adapters.postgres.first_failures import FirstFailures
 from application.contracts.envelope import Envelope
+from application.lesson_lookup import lesson_facts_from
 from application.notifications import (
-    LessonFacts,
     Notifier,
     Outcome,
     RetryPolicy,
@@ -52,28 +50,15 @@ class WorkWiring:
 NOTIFICATION_SLOTS = WORK_CLASSES[NOTIFICATIONS].slots
 
 
-# Lessons whose facts (title, start) a notifications worker keeps: a few KiB.
-LESSON_FACTS_CACHED = 1024
-
-
 def notification_job(
     container: Container, provider: EmailProvider, policy: RetryPolicy | None = None
 ) -> Job:
     """The notifications worker's job: the event in, the recorded outcome out."""
-
-    # A lesson's title and start are fixed when it is scheduled (no event changes
-    # them), so they are read once: loading the lesson copies its whole seat map,
-    # which made each e-mail of a big lesson dearer than the one before.
-    @functools.lru_cache(maxsize=LESSON_FACTS_CACHED)
-    def lesson_facts(lesson_id: UUID) -> LessonFacts:
-        lesson = container.app.get_lesson(lesson_id)
-        return LessonFacts(title=lesson.title, starts_at=lesson.starts_at)
-
     notifier = Notifier(
         store=container.notifications,
         provider=provider,
         students=container.students,
-        lessons=lesson_facts,
+        lessons=lesson_facts_from(container.app),
         purchases=purchase_facts_from(container.app),
         policy=policy,
     )
