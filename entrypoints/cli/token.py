@@ -12,7 +12,7 @@ from adapters.identity.tokens import sign
 from application.identity import Role
 from domain.errors import InvalidStudentProfileError
 from domain.student import check_student_id
-from entrypoints.config.auth import AuthSettingError, signing_secret
+from entrypoints.config.auth_settings import AuthSettingError, signing_secret
 from entrypoints.config.settings import ConfigError, Settings
 
 _TTL = re.compile(r"(\d{1,7})([smhd])")

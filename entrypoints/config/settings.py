@@ -20,7 +20,7 @@ from application.contracts.events import READERS
 from application.dlq_owners import RELAY_DLQ, DlqOwners, OwnerRulesError
 from application.retention import Retention, RetentionError
 from application.saga import SagaPolicy
-from entrypoints.config.auth import AuthSettingError, AuthSettings
+from entrypoints.config.auth_settings import AuthSettingError, AuthSettings
 from entrypoints.config.catalogue import CONSUMERS
 from entrypoints.config.exposure import (
     DEFAULT_RATE,
@@ -70,7 +70,7 @@ class Settings:
     dlq_owners: DlqOwners = attrs.Factory(DlqOwners)
     # How long each store keeps what it holds, tied together (application/retention.py).
     retention: Retention = attrs.Factory(Retention)
-    # How callers prove who they are (CLUB_AUTH_*; config/auth.py).
+    # How callers prove who they are (CLUB_AUTH_*; config/auth_settings.py).
     auth: AuthSettings = attrs.Factory(AuthSettings)
     rate_limit: str = DEFAULT_RATE  # per caller (entrypoints/http/rate_limit.py)
     allowed_hosts: frozenset[str] = attrs.Factory(lambda: default_hosts("127.0.0.1"))

@@ -24,7 +24,7 @@ from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import spawn_role, stop
 from adapters.nats.authorization import role_users
 from application.backoff import BackoffPolicy, Jitter
-from entrypoints.config.auth import kept_secret
+from entrypoints.config.auth_settings import kept_secret
 from entrypoints.config.masking import masked
 from entrypoints.config.settings import ConfigError, Settings, stream_retention
 from entrypoints.runtime import bootstrap, preflight
