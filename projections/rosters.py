@@ -11,6 +11,7 @@ the stored row), so any arrival order gives the same roster. `apply` never commi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -96,25 +97,48 @@ def _change(envelope: Envelope) -> dict[str, Any] | None:
     return None
 
 
-def read(conn: sa.Connection, lesson_id: UUID) -> dict[str, Any]:
-    """The lesson's confirmed students and the stream sequence they reflect."""
+# Where a page of a roster ends: the last entry's (enrolled_at, enrollment_id).
+Cursor = tuple[datetime, UUID]
+NEVER = datetime(1970, 1, 1, tzinfo=UTC)  # orders an entry with no time first
+
+
+def read(
+    conn: sa.Connection,
+    lesson_id: UUID,
+    *,
+    limit: int = 100,
+    after: Cursor | None = None,
+) -> dict[str, Any]:
+    """A page of the lesson's confirmed students (`limit`, in the order they
+    enrolled, those after `after`) and the stream sequence they reflect."""
     same_snapshot(conn)
     return {
         "last_applied_seq": last_applied_seq(conn, NAME),
-        "students": students(conn, lesson_id),
+        "students": students(conn, lesson_id, limit=limit, after=after),
     }
 
 
-def students(conn: sa.Connection, lesson_id: UUID) -> list[dict[str, Any]]:
+def students(
+    conn: sa.Connection,
+    lesson_id: UUID,
+    *,
+    limit: int = 100,
+    after: Cursor | None = None,
+) -> list[dict[str, Any]]:
     # Only the columns answered: a `lesson_starts_at` stored before the API bounded
     # it (year 10000 in UTC) cannot be loaded into Python, and must not make the
     # roster fail for good.
     c = entries.c
-    rows = conn.execute(
+    enrolled = sa.func.coalesce(c.enrolled_at, NEVER)
+    query = (
         sa.select(c.enrollment_id, c.student_id, c.enrolled_at)
-        .where((entries.c.lesson_id == lesson_id) & (entries.c.status == "confirmed"))
-        .order_by(entries.c.enrolled_at, entries.c.enrollment_id)
-    ).all()
+        .where((c.lesson_id == lesson_id) & (c.status == "confirmed"))
+        .order_by(enrolled, c.enrollment_id)
+        .limit(limit)
+    )
+    if after is not None:
+        query = query.where(sa.tuple_(enrolled, c.enrollment_id) > sa.tuple_(*after))
+    rows = conn.execute(query).all()
     return [
         {
             "enrollment_id": str(r.enrollment_id),

@@ -82,15 +82,45 @@ _UPSERT = _insert.on_conflict_do_update(
 )
 
 
-def read(conn: sa.Connection) -> dict[str, Any]:
-    """Totals and per-lesson counts, and the stream sequence they reflect."""
+def read(
+    conn: sa.Connection, *, limit: int = 100, after: UUID | None = None
+) -> dict[str, Any]:
+    """Totals over every lesson, one page of per-lesson counts (`limit` lessons by
+    id, those after `after`), and the stream sequence they reflect."""
     same_snapshot(conn)
-    return {"last_applied_seq": last_applied_seq(conn, NAME), **counts(conn)}
+    return {
+        "last_applied_seq": last_applied_seq(conn, NAME),
+        "totals": totals(conn),
+        "lessons": page(conn, limit=limit, after=after),
+    }
 
 
-def counts(conn: sa.Connection) -> dict[str, Any]:
-    rows = conn.execute(sa.select(lessons).order_by(lessons.c.lesson_id)).all()
-    per_lesson = [
+def totals(conn: sa.Connection) -> dict[str, int]:
+    c = lessons.c
+    row = conn.execute(
+        sa.select(
+            sa.func.count(c.capacity),
+            sa.func.coalesce(sa.func.sum(c.confirmed), 0),
+            sa.func.coalesce(sa.func.sum(c.cancelled), 0),
+        )
+    ).one()
+    counted, confirmed, cancelled = (int(v) for v in row)
+    return {
+        "lessons": counted,
+        "enrollments_confirmed": confirmed,
+        "enrollments_cancelled": cancelled,
+        "active_enrollments": confirmed - cancelled,
+    }
+
+
+def page(
+    conn: sa.Connection, *, limit: int, after: UUID | None
+) -> list[dict[str, Any]]:
+    query = sa.select(lessons).order_by(lessons.c.lesson_id).limit(limit)
+    if after is not None:
+        query = query.where(lessons.c.lesson_id > after)
+    rows = conn.execute(query).all()
+    return [
         {
             "lesson_id": str(r.lesson_id),
             "title": r.title,
@@ -101,12 +131,3 @@ def counts(conn: sa.Connection) -> dict[str, Any]:
         }
         for r in rows
     ]
-    totals = {
-        "lessons": sum(1 for r in rows if r.capacity is not None),
-        "enrollments_confirmed": sum(r.confirmed for r in rows),
-        "enrollments_cancelled": sum(r.cancelled for r in rows),
-    }
-    totals["active_enrollments"] = (
-        totals["enrollments_confirmed"] - totals["enrollments_cancelled"]
-    )
-    return {"totals": totals, "lessons": per_lesson}

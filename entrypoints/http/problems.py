@@ -30,6 +30,7 @@ from domain.errors import (
     PurchaseStateError,
     SeatNotHeldError,
 )
+from entrypoints.http.paging import BadCursorError
 from entrypoints.http.rate_limit import RateLimitedError
 
 log = structlog.get_logger()
@@ -68,6 +69,7 @@ KNOWN: list[tuple[type[Exception], int, str, str]] = [
     (InvalidTextError, 422, "invalid-text", "The text is not accepted"),
     (UnknownStudentError, 422, "unknown-student", "The student has no profile"),
     (NotFoundError, 404, "not-found", "Not found"),
+    (BadCursorError, 422, "bad-cursor", "The page cursor is not valid"),
     (ForbiddenError, 403, "forbidden", "Forbidden"),
     (KeyReusedError, 422, "idempotency-key-reused", "Idempotency-Key reused"),
     (InvalidPurchaseError, 422, "invalid-purchase", "The purchase is not valid"),

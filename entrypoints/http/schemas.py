@@ -195,11 +195,16 @@ class RosterStudent(BaseModel):
     enrolled_at: str | None
 
 
+# A list's next page, or None on the last one (entrypoints/http/paging.py).
+NEXT = Field(None, description="The next page's address; none on the last page.")
+
+
 class RosterOut(BaseModel):
     lesson_id: str
     title: str
     last_applied_seq: int = LAST_APPLIED_SEQ
     students: list[RosterStudent]
+    next: str | None = NEXT
 
 
 class StatisticsTotals(BaseModel):
@@ -222,6 +227,7 @@ class StatisticsOut(BaseModel):
     last_applied_seq: int = LAST_APPLIED_SEQ
     totals: StatisticsTotals
     lessons: list[LessonStatistics]
+    next: str | None = NEXT
 
 
 class PurchaseIn(Body):

@@ -17,6 +17,14 @@ from entrypoints.http.api_docs import LESSON_LINKS, merged, problems
 from entrypoints.http.auth import CallerDep
 from entrypoints.http.deps import ContainerDep, IdempotencyKey
 from entrypoints.http.idempotent import run_once
+from entrypoints.http.paging import (
+    DEFAULT_LIMIT,
+    After,
+    Limit,
+    encode,
+    next_link,
+    roster_cursor,
+)
 from entrypoints.http.schemas import LessonIn, LessonOut, RosterOut
 from projections import rosters
 
@@ -69,13 +77,27 @@ def get_lesson(lesson_id: UUID, container: ContainerDep, _: CallerDep) -> Lesson
     responses=problems(401, 403, 404, 422, 503),
 )
 def get_roster(
-    lesson_id: UUID, container: ContainerDep, caller: CallerDep
+    lesson_id: UUID,
+    container: ContainerDep,
+    caller: CallerDep,
+    limit: Limit = DEFAULT_LIMIT,
+    after: After = None,
 ) -> dict[str, Any]:
     lesson = container.app.get_lesson(lesson_id)  # 404 for a lesson that does not exist
     may_see_lesson_roster(caller, lesson.teacher_id)
+    start = roster_cursor(after)
     with container.engine.begin() as conn:
-        roster = rosters.read(conn, lesson_id)
-    return {"lesson_id": str(lesson_id), "title": lesson.title, **roster}
+        roster = rosters.read(conn, lesson_id, limit=limit, after=start)
+    students = roster["students"]
+    last = None
+    if len(students) == limit:
+        final = students[-1]
+        at = final["enrolled_at"] or rosters.NEVER.isoformat()
+        last = encode(at, final["enrollment_id"])
+    path = f"/lessons/{lesson_id}/roster"
+    return {"lesson_id": str(lesson_id), "title": lesson.title, **roster} | {
+        "next": next_link(path, limit, last)
+    }
 
 
 def created(lesson: object) -> JSONResponse:

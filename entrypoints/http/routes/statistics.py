@@ -10,6 +10,14 @@ from application.identity import may_read_statistics
 from entrypoints.http.api_docs import problems
 from entrypoints.http.auth import CallerDep
 from entrypoints.http.deps import ContainerDep
+from entrypoints.http.paging import (
+    DEFAULT_LIMIT,
+    After,
+    Limit,
+    encode,
+    lesson_cursor,
+    next_link,
+)
 from entrypoints.http.schemas import StatisticsOut
 from projections import statistics
 
@@ -20,9 +28,18 @@ router = APIRouter()
     "/statistics",
     operation_id="get_statistics",
     response_model=StatisticsOut,
-    responses=problems(401, 403, 503),
+    responses=problems(401, 403, 422, 503),
 )
-def get_statistics(container: ContainerDep, caller: CallerDep) -> dict[str, Any]:
+def get_statistics(
+    container: ContainerDep,
+    caller: CallerDep,
+    limit: Limit = DEFAULT_LIMIT,
+    after: After = None,
+) -> dict[str, Any]:
     may_read_statistics(caller)
+    start = lesson_cursor(after)
     with container.engine.begin() as conn:
-        return statistics.read(conn)
+        shown = statistics.read(conn, limit=limit, after=start)
+    lessons = shown["lessons"]
+    last = encode(lessons[-1]["lesson_id"]) if len(lessons) == limit else None
+    return shown | {"next": next_link("/statistics", limit, last)}
