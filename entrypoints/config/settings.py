@@ -73,6 +73,12 @@ class Settings:
     # How callers prove who they are (CLUB_AUTH_*; config/auth_settings.py).
     auth: AuthSettings = attrs.Factory(AuthSettings)
     rate_limit: str = DEFAULT_RATE  # per caller (entrypoints/http/rate_limit.py)
+    # Where browsers reach the API (behind a proxy, its https:// address): the
+    # operator page's Origin check and Secure cookie follow it. "": as asked.
+    public_url: str = ""
+    # Proxies whose X-Forwarded-For/-Proto are believed (uvicorn's
+    # forwarded_allow_ips); "" believes nobody's.
+    trusted_proxies: str = ""
     allowed_hosts: frozenset[str] = attrs.Factory(lambda: default_hosts("127.0.0.1"))
 
     @classmethod
@@ -112,6 +118,8 @@ class Settings:
             dlq_owners=_dlq_owners(env.get("CLUB_DLQ_OWNERS", "")),
             auth=_auth(env),
             rate_limit=_rate(env.get("CLUB_RATE_LIMIT") or DEFAULT_RATE),
+            public_url=_public_url(env.get("CLUB_PUBLIC_URL", "")),
+            trusted_proxies=env.get("CLUB_TRUSTED_PROXIES", "").strip(),
             allowed_hosts=parse_hosts(env.get("CLUB_ALLOWED_HOSTS", ""))
             or default_hosts(env.get("CLUB_HTTP_HOST", "127.0.0.1")),
             retention=_retention(env),
@@ -148,6 +156,24 @@ def _operator_token(given: str | None) -> str:
         )
         raise ConfigError(msg)
     return given
+
+
+def _public_url(raw: str) -> str:
+    if not raw:
+        return ""
+    parts = urlsplit(raw)
+    if (
+        parts.scheme not in HTTP_SCHEMES
+        or not parts.hostname
+        or parts.path
+        not in (
+            "",
+            "/",
+        )
+    ):
+        msg = f"CLUB_PUBLIC_URL: {raw!r} is not an origin such as https://club.example"
+        raise ConfigError(msg)
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def _rate(raw: str) -> str:

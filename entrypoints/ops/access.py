@@ -53,6 +53,7 @@ class OpsConfig:
     email_rate_per_s: float  # the service rate assumed when none was measured
     retention: Retention | None = None  # shown beside each store's size
     exports_dir: Path | None = None  # its files counted with the stores
+    public_url: str = ""  # where browsers reach the page (CLUB_PUBLIC_URL)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpsConfig:
@@ -62,6 +63,7 @@ class OpsConfig:
             email_rate_per_s=settings.email_rate_per_s,
             retention=settings.retention,
             exports_dir=exports_dir(settings.data_dir),
+            public_url=settings.public_url,
         )
 
     def chain_options(self) -> dict[str, Any]:
@@ -117,7 +119,7 @@ async def _refuse_cross_site(
 ) -> None:
     if request.method in SAFE_METHODS:
         return
-    if cross_site(request.headers.get("origin"), request.headers.get("host")):
+    if cross_site(request.headers.get("origin"), own_origin(request, config)):
         log.warning("ops.cross_site_refused", path=request.url.path)
         raise HTTPException(
             status_code=403, detail="a cross-site request to /ops is refused"
@@ -130,6 +132,17 @@ async def _refuse_cross_site(
             detail="the page's form token (CSRF) is missing or wrong: "
             "reload /ops/ and try again",
         )
+
+
+def own_origin(request: Request, config: OpsConfig) -> str:
+    """The page's own origin: the configured public one (behind a proxy the Host
+    header names the proxy's upstream), else the Host this request was sent to."""
+    return config.public_url or request.headers.get("host", "")
+
+
+def secure_cookie(request: Request, config: OpsConfig) -> bool:
+    """Secure whenever the browser speaks https, even if the proxy speaks http."""
+    return (config.public_url or str(request.url)).startswith("https://")
 
 
 async def _form_field(request: Request, name: str) -> str:

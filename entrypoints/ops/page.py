@@ -35,7 +35,14 @@ from application.console_reads import (
 from application.ports import ConsoleReads
 from entrypoints.config.container import Container
 from entrypoints.http.deps import ContainerDep
-from entrypoints.ops.access import OpsConfig, OpsConfigDep, require_operator
+from entrypoints.http.rate_limit import CallerLimit, RateLimitedError
+from entrypoints.ops.access import (
+    OpsConfig,
+    OpsConfigDep,
+    own_origin,
+    require_operator,
+    secure_cookie,
+)
 from entrypoints.ops.chain_status import as_json, read_chain
 from entrypoints.ops.history import OpsHistory
 from entrypoints.ops.html import (
@@ -199,28 +206,43 @@ async def logout() -> Response:
     return response
 
 
+# Login attempts per client address and process: a handful a minute.
+LOGINS = CallerLimit("10/minute")
+
+
 @public.post("/login")
 async def login(request: Request, config: OpsConfigDep) -> Response:
     """The one route under /ops without the operator policy: it is how a browser
     gets past it, with the token itself (compared in constant time)."""
-    if cross_site(request.headers.get("origin"), request.headers.get("host")):
+    remote = request.client.host if request.client else ""
+    if cross_site(request.headers.get("origin"), own_origin(request, config)):
+        log.warning("ops.login_cross_site", remote=remote)
         return HTMLResponse(
             message_page("Refused", "a cross-site login is refused"), 403
+        )
+    try:
+        LOGINS.spend(remote)  # a guesser gets a few tries a minute, not a loop
+    except RateLimitedError as e:
+        log.warning("ops.login_throttled", remote=remote)
+        return HTMLResponse(
+            login_page(f"Too many tries; wait {e.retry_after_s} s."),
+            429,
+            headers=HEADERS | {"Retry-After": str(e.retry_after_s)},
         )
     offered = (await _form(request)).get("token", "").strip()
     if not offered or not hmac.compare_digest(
         offered.encode(), config.operator_token.encode()
     ):
-        log.warning("ops.login_refused")
+        log.warning("ops.login_refused", remote=remote)
         return HTMLResponse(
             login_page("That is not the operator token."), 401, headers=HEADERS
         )
     response = RedirectResponse("/ops/", status_code=303)
     response.headers["set-cookie"] = cookie_header(
         new_session_cookie(config.operator_token),
-        secure=request.url.scheme == "https",
+        secure=secure_cookie(request, config),
     )
-    log.info("ops.login")
+    log.info("ops.login", remote=remote)
     return response
 
 

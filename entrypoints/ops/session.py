@@ -82,15 +82,22 @@ def csrf_matches(offered: str, operator_token: str, session: Session) -> bool:
     )
 
 
-def cross_site(origin: str | None, host: str | None) -> bool:
-    """An Origin header naming another host than the one asked (or `null`: a
-    sandboxed frame, a data: URL). A missing Origin is not cross-site by itself:
-    some same-site requests carry none; the CSRF token still has to match."""
+def cross_site(origin: str | None, own: str) -> bool:
+    """An Origin header naming another origin than the page's own, or `null` (a
+    sandboxed frame, a data: URL). `own` is the configured public origin
+    (scheme://host[:port]: both must match), else the Host asked (host[:port]: a
+    proxy ending TLS makes the scheme we see differ from the browser's). A missing
+    Origin is not cross-site by itself: some same-site requests carry none; the
+    CSRF token still has to match."""
     if not origin:
         return False
     if origin == "null":
         return True
-    return urlsplit(origin).netloc.lower() != (host or "").lower()
+    theirs = urlsplit(origin.lower())
+    if "://" not in own:
+        return theirs.netloc != own.lower()
+    ours = urlsplit(own.lower())
+    return (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc)
 
 
 def cookie_header(value: str, *, secure: bool, max_age: int = LIFETIME_S) -> str:

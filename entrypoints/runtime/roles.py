@@ -35,7 +35,17 @@ log = structlog.get_logger()
 # and an idle kept-alive connection for 5 s. uvicorn has no timeout for a request
 # head sent a byte at a time: in front of untrusted clients, a reverse proxy's
 # header timeout does that (docs/decisions/2026-12-01-callers-and-their-rights.md).
-EXPOSURE: dict[str, Any] = {"limit_concurrency": 512, "timeout_keep_alive": 5}
+def exposure(settings: Settings) -> dict[str, Any]:
+    """uvicorn's options facing clients. X-Forwarded-For/-Proto are believed only
+    from CLUB_TRUSTED_PROXIES (uvicorn believes 127.0.0.1 by default: any local
+    process could then name its own client address)."""
+    trusted = settings.trusted_proxies
+    return {
+        "limit_concurrency": 512,
+        "timeout_keep_alive": 5,
+        "proxy_headers": bool(trusted),
+        "forwarded_allow_ips": trusted or None,
+    }
 
 
 def run_api(settings: Settings, workers: int | None = None) -> None:
@@ -53,7 +63,7 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
             log_level="warning",
             log_config=None,  # uvicorn's loggers go through ours (logging_setup.py)
             timeout_graceful_shutdown=5,
-            **EXPOSURE,
+            **exposure(settings),
         )
         return
     role = bootstrap.Role("api")
@@ -70,7 +80,7 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
             log_level="warning",
             log_config=None,
             timeout_graceful_shutdown=5,
-            **EXPOSURE,
+            **exposure(settings),
         )
     finally:
         container.close()

@@ -10,18 +10,23 @@ import re
 from collections.abc import Iterator
 from types import SimpleNamespace
 
+import attrs
 import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute
+from structlog.testing import capture_logs
 
 from entrypoints.config.settings import Settings
+from entrypoints.http.rate_limit import CallerLimit
+from entrypoints.ops import page
 from entrypoints.ops.access import OpsConfig, require_operator
 from entrypoints.ops.session import COOKIE, csrf_token, valid_session
 from entrypoints.runtime import bootstrap
 from entrypoints.runtime.api import create_app
+from entrypoints.runtime.roles import exposure
 from tests.api_client import bearer
 from tests.identity import TEST_AUTH_SECRET, VERIFIER
 from tests.servers import scratch_dir
@@ -269,3 +274,49 @@ def test_the_composition_root_hands_the_api_its_operator_settings() -> None:
         retention=settings.retention,  # /ops/status shows each store's beside its size
         exports_dir=settings.data_dir / "exports",
     )
+
+
+def test_logins_are_throttled_per_address_and_logged_with_it(app, monkeypatch) -> None:
+    monkeypatch.setattr(page, "LOGINS", CallerLimit("3/minute"))
+    with (
+        capture_logs() as logs,
+        TestClient(app, raise_server_exceptions=False) as client,
+    ):
+        tries = [
+            client.post("/ops/login", data={"token": f"guess-{i}"}) for i in range(4)
+        ]
+    assert [t.status_code for t in tries] == [401, 401, 401, 429]
+    assert int(tries[-1].headers["retry-after"]) >= 1
+    refused = [e for e in logs if e["event"] == "ops.login_refused"]
+    assert refused
+    assert refused[0]["remote"] == "testclient"
+    assert any(e["event"] == "ops.login_throttled" for e in logs)
+
+
+def test_behind_a_proxy_the_public_origin_decides_and_the_cookie_is_secure() -> None:
+    """A proxy ending TLS: the API sees http and the proxy's upstream Host; the
+    browser's Origin is the public one."""
+    ops = attrs.evolve(OPS, public_url="https://club.example")
+    app = create_app(SimpleNamespace(app=None), ops=ops, verifier=VERIFIER)  # type: ignore[arg-type]
+    public = {"Origin": "https://club.example", "Host": "internal:8000"}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        granted = client.post(
+            "/ops/login", data={"token": TOKEN}, headers=public, follow_redirects=False
+        )
+        foreign = client.post(
+            "/ops/login",
+            data={"token": TOKEN},
+            headers={"Origin": "https://internal:8000", "Host": "internal:8000"},
+        )
+    assert granted.status_code == 303
+    assert "Secure" in granted.headers["set-cookie"].split("; ")
+    assert foreign.status_code == 403
+
+
+def test_forwarded_headers_are_believed_only_from_configured_proxies() -> None:
+    nobody = exposure(Settings.from_env({}))
+    assert nobody["proxy_headers"] is False
+    proxy = exposure(Settings.from_env({"CLUB_TRUSTED_PROXIES": "10.0.0.5"}))
+    assert proxy["proxy_headers"] is True
+    assert proxy["forwarded_allow_ips"] == "10.0.0.5"
+    assert nobody["limit_concurrency"] > 0

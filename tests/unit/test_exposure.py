@@ -56,3 +56,23 @@ def test_a_rate_that_is_no_rate_is_refused_at_start(rate: str) -> None:
     with pytest.raises(ConfigError, match="CLUB_RATE_LIMIT"):
         Settings.from_env({"CLUB_RATE_LIMIT": rate or " "})
     assert Settings.from_env({}).rate_limit == "50/second"
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ("https://Club.Example", "https://club.example"),
+        ("https://club.example:8443/", "https://club.example:8443"),
+        ("", ""),
+    ],
+)
+def test_the_public_url_is_an_origin(raw: str, kept: str) -> None:
+    assert Settings.from_env({"CLUB_PUBLIC_URL": raw}).public_url == kept
+
+
+@pytest.mark.parametrize(
+    "raw", ["club.example", "ftp://club.example", "https://club.example/ops", "https://"]
+)
+def test_a_public_url_that_is_no_origin_is_refused(raw: str) -> None:
+    with pytest.raises(ConfigError, match="CLUB_PUBLIC_URL"):
+        Settings.from_env({"CLUB_PUBLIC_URL": raw})

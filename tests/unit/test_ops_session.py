@@ -91,3 +91,17 @@ def test_the_cookie_is_http_only_strict_and_scoped_to_ops() -> None:
     assert {"HttpOnly", "SameSite=Strict", "Path=/ops"} <= set(parts)
     assert "Secure" not in parts
     assert "Secure" in cookie_header("v", secure=True).split("; ")
+
+
+@pytest.mark.parametrize(
+    ("origin", "refused"),
+    [
+        ("https://club.example", False),
+        ("https://CLUB.example", False),
+        ("http://club.example", True),  # the same name, not the same origin
+        ("https://internal:8000", True),  # what a proxy's upstream Host says
+        ("https://evil.example", True),
+    ],
+)
+def test_behind_a_proxy_the_public_origin_is_the_pages(origin, refused) -> None:
+    assert cross_site(origin, "https://club.example") is refused
