@@ -8,7 +8,8 @@ routes are the console's (`entrypoints.ops`): the composition root adds them
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -36,6 +37,9 @@ from entrypoints.http.routes import (
     webhooks,
 )
 
+# Something that runs beside the app for its lifetime, on its event loop.
+Beside = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
+
 ROUTERS = (
     students, lessons, enrollments, purchases, webhooks, operations, statistics,
     health,
@@ -55,19 +59,24 @@ def create_api(
     state: Mapping[str, object] | None = None,
     rate_limit: CallerLimit | None = None,
     allowed_hosts: frozenset[str] | None = None,
+    also_running: Sequence[Beside] = (),
 ) -> FastAPI:
     """`verifier`: who a bearer token says calls (contract §4.1);
     `data_dir`: where export results are served from (CLUB_DATA_DIR);
     `webhook_secret`: what payment webhooks are signed with ("" refuses them all);
     `more_routers` and `state`: another package's routes, and what they read from
     `app.state`; `rate_limit`: requests per caller (None: none);
-    `allowed_hosts`: the names served (None: any, as a test's client sends).
+    `allowed_hosts`: the names served (None: any, as a test's client sends);
+    `also_running`: what runs beside the app for its lifetime (its metrics port).
     """
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         api.state.nats = await connect(nats_url, name="club-api") if nats_url else None
-        yield
+        async with contextlib.AsyncExitStack() as beside:
+            for started in also_running:
+                await beside.enter_async_context(started(api))
+            yield
         if api.state.nats is not None:
             await api.state.nats.close()
 

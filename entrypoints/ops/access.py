@@ -78,12 +78,16 @@ class OpsConfig:
 
 
 def ops_config(request: Request) -> OpsConfig:
+    return config_of(request.app.state)
+
+
+def config_of(state: Any) -> OpsConfig:
     """The app's, as `create_app(ops=...)` was given; else read once from CLUB_*
     (what `club up` hands the API: the token it printed)."""
-    config: OpsConfig | None = getattr(request.app.state, "ops", None)
+    config: OpsConfig | None = getattr(state, "ops", None)
     if config is None:
         config = OpsConfig.from_settings(Settings.from_env())
-        request.app.state.ops = config
+        state.ops = config
     return config
 
 

@@ -1,5 +1,6 @@
-"""`GET /metrics`: the API process's Prometheus text, with the chain's gauges
-read at scrape time."""
+"""The API process's metrics, read at scrape time: the chain's gauges and the
+DLQ's. Served on the metrics port (CLUB_METRICS_HOST/PORT, loopback by default),
+never on the public API port: each scrape costs a whole-chain read."""
 
 from __future__ import annotations
 
@@ -7,23 +8,18 @@ import asyncio
 from typing import Any
 
 import structlog
-from fastapi import APIRouter, Request
-from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from adapters.metrics import DLQ_MESSAGES, DLQ_OLDEST_AGE
 from entrypoints.ops.reads import app_reads
 from entrypoints.ops.status_metrics import refresh_chain_gauges
 
 log = structlog.get_logger()
-router = APIRouter()
 
 
-@router.get("/metrics", include_in_schema=False)
-async def metrics(request: Request) -> Response:
-    await _refresh_dlq_gauges(request.app.state)
-    await refresh_chain_gauges(request)
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+async def refresh_api_metrics(state: Any) -> None:
+    """`state`: the API app's (its NATS connection, container and settings)."""
+    await _refresh_dlq_gauges(state)
+    await refresh_chain_gauges(state)
 
 
 async def _refresh_dlq_gauges(state: Any) -> None:

@@ -8,7 +8,6 @@ import math
 from typing import Any
 
 import structlog
-from fastapi import Request
 
 from adapters.metrics import (
     CONSUMER_LAG,
@@ -23,7 +22,7 @@ from adapters.metrics import (
     SAGA_DEADLINES,
 )
 from entrypoints.config.catalogue import WORK_CLASSES
-from entrypoints.ops.access import ops_config
+from entrypoints.ops.access import config_of
 from entrypoints.ops.chain_status import ChainStatus, read_chain
 from entrypoints.ops.reads import app_reads
 
@@ -32,17 +31,18 @@ log = structlog.get_logger()
 SCRAPE_BUDGET_S = 2.0
 
 
-async def refresh_chain_gauges(request: Request) -> None:
-    """Read at scrape time; a broker or database that does not answer in time
-    leaves the last values (and a warning), never a failed scrape."""
-    nc: Any = getattr(request.app.state, "nats", None)
+async def refresh_chain_gauges(state: Any) -> None:
+    """Read at scrape time (`state`: the API app's); a broker or database that
+    does not answer in time leaves the last values (and a warning), never a
+    failed scrape."""
+    nc: Any = getattr(state, "nats", None)
     if nc is None or not nc.is_connected:
         return
-    config = ops_config(request)
+    config = config_of(state)
     try:
         status = await asyncio.wait_for(
             read_chain(
-                app_reads(request.app.state, nc.jetstream()),
+                app_reads(state, nc.jetstream()),
                 promise_seconds=config.promise_seconds,
                 configured_service_per_s=config.email_rate_per_s,
                 detail=False,

@@ -64,6 +64,7 @@ from entrypoints.runtime.console_wiring import (
     console_reads,
     dead_letter_queue,
 )
+from entrypoints.runtime.metrics_server import API_HIDES, MetricsServer
 from entrypoints.runtime.provider_urls import email_provider
 from entrypoints.runtime.work_classes import WIRING, WorkDeps
 
@@ -186,6 +187,17 @@ def build_api(settings: Settings, container: Container) -> ASGIApp:
         verifier=token_verifier(settings),
         rate_limit=CallerLimit(settings.rate_limit),
         allowed_hosts=settings.allowed_hosts,
+        metrics=api_metrics(settings),
+    )
+
+
+def api_metrics(settings: Settings) -> MetricsServer | None:
+    """The API's /metrics on its own port (CLUB_METRICS_PORT), never the public
+    one; its workers share it. Started with the app, on its loop."""
+    if not settings.metrics_port:
+        return None
+    return MetricsServer(
+        settings.metrics_host, settings.metrics_port, API_HIDES, shared=True
     )
 
 

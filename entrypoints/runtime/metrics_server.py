@@ -24,13 +24,16 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import CollectorRegistry
 
 from adapters.embedded.process import free_port
+from entrypoints.config.catalogue import Role
 from entrypoints.config.settings import ConfigError, Settings
-from entrypoints.runtime.bootstrap import Role
 
 log = structlog.get_logger()
 
 Refresh = Callable[[], Awaitable[None]]
-SERVING_KINDS = ("relay", "projector", "worker", "saga")  # the API serves its own
+SERVING_KINDS = ("relay", "projector", "worker", "saga")  # through serve_metrics
+# Roles `club up` gives a metrics port: the API starts its own server with its app
+# (entrypoints/runtime/bootstrap.py:api_metrics), on its loop.
+PORTED_KINDS = ("api", *SERVING_KINDS)
 REFRESH_BUDGET_S = 2.0
 REQUEST_BUDGET_S = 5.0  # a client that never finishes its request is dropped
 MAX_HEAD = 8192
@@ -46,6 +49,14 @@ RELAY_ONLY = frozenset(
 )
 
 
+# The API reads the relay's lag and the outbox's age from the database (the whole
+# chain); the relay's own counters it would only report as 0.
+API_HIDES = RELAY_ONLY - {
+    "club_relay_lag_events",
+    "club_outbox_oldest_unpublished_age_seconds",
+}
+
+
 async def _nothing() -> None:
     return None
 
@@ -55,10 +66,18 @@ class MetricsServer:
     answers (the process is alive) while the role still waits for its servers."""
 
     def __init__(
-        self, host: str, port: int, hidden: frozenset[str] = frozenset()
+        self,
+        host: str,
+        port: int,
+        hidden: frozenset[str] = frozenset(),
+        *,
+        shared: bool = False,
     ) -> None:
+        """`shared`: processes of one role share the port (the API's workers, each
+        scrape answered by one of them)."""
         self.host = host
         self.port = port
+        self.shared = shared
         self.refresh: Refresh = _nothing
         self._server: asyncio.Server | None = None
         self._registry = CollectorRegistry(auto_describe=False)
@@ -66,7 +85,7 @@ class MetricsServer:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
-            self._answer, self.host, self.port, limit=MAX_HEAD
+            self._answer, self.host, self.port, limit=MAX_HEAD, reuse_port=self.shared
         )
 
     @property
@@ -151,7 +170,7 @@ async def serve_metrics(settings: Settings, role: Role) -> MetricsServer | None:
 
 def role_ports(settings: Settings, roles: Iterable[Role]) -> dict[Role, int]:
     """`club up`'s port for each background role: base + index, or free ports."""
-    serving = [role for role in roles if role.kind in SERVING_KINDS]
+    serving = [role for role in roles if role.kind in PORTED_KINDS]
     base = settings.metrics_port
     if base == 0:
         return {}
@@ -190,7 +209,7 @@ def port_env(ports: dict[Role, int], role: Role) -> dict[str, str]:
 def where_served(settings: Settings, ports: dict[Role, int]) -> str:
     """`club up`'s lines saying where each role's /metrics is."""
     if not ports:
-        return "  metrics        none (CLUB_METRICS_PORT=0); the API's at /metrics\n"
+        return "  metrics        none (CLUB_METRICS_PORT=0)\n"
     host = settings.metrics_host
     return "".join(
         f"  metrics        {' '.join(role.argv):<24} http://{host}:{port}/metrics\n"

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute
 from structlog.testing import capture_logs
 
+from adapters.embedded.process import free_port
 from entrypoints.config.settings import Settings
 from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.ops import page
@@ -28,7 +29,7 @@ from entrypoints.runtime import bootstrap
 from entrypoints.runtime.api import create_app
 from entrypoints.runtime.roles import exposure
 from tests.api_client import bearer
-from tests.identity import TEST_AUTH_SECRET, VERIFIER
+from tests.identity import ADMIN, TEST_AUTH_SECRET, VERIFIER
 from tests.servers import scratch_dir
 from tests.stack import running_stack
 
@@ -241,13 +242,17 @@ def test_club_api_serves_ops_status_with_the_token_it_was_started_with(migrated)
     """The real role: `club up` hands the API CLUB_OPERATOR_TOKEN, the token it
     printed; /ops/status and /metrics read the chain through it."""
     started_with = "token-from-the-environment-0123456789"
-    logs, env = scratch_dir("club-ops-api-"), {"CLUB_OPERATOR_TOKEN": started_with}
+    metrics_port = free_port()
+    logs = scratch_dir("club-ops-api-")
+    env = {"CLUB_OPERATOR_TOKEN": started_with, "CLUB_METRICS_PORT": str(metrics_port)}
     with running_stack(migrated, logs, ("api",), **env) as stack:
         status = f"{stack.base}/ops/status"
         refused = httpx.get(status, timeout=10)
         wrong = httpx.get(status, headers=bearer(TOKEN), timeout=10)
         shown = httpx.get(status, headers=bearer(started_with), timeout=10)
-        metrics = httpx.get(f"{stack.base}/metrics", timeout=10).text
+        public = httpx.get(f"{stack.base}/metrics", headers=ADMIN, timeout=10)
+        metrics = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
+    assert public.status_code == 404  # not on the public port, whoever asks
     assert refused.status_code == 401
     assert wrong.status_code == 403
     assert shown.status_code == 200, shown.text

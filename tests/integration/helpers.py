@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from nats.aio.client import Client
 from nats.js import JetStreamContext
+from prometheus_client import generate_latest
 
 from adapters.nats.relay import Relay
 from adapters.nats.relay_drain import relay_all
@@ -27,6 +28,7 @@ from entrypoints.cli.demo import lesson_with_enrollments
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.http.problems import install_error_handlers
 from entrypoints.http.routes import operations
+from entrypoints.ops.metrics import refresh_api_metrics
 from entrypoints.runtime import work_classes
 from entrypoints.runtime.bootstrap import Container, build_relay
 from tests.identity import ADMIN, VERIFIER
@@ -156,3 +158,13 @@ async def stream_messages(js: JetStreamContext) -> list[Any]:
     if info.state.messages == 0:
         return []
     return [await js.get_msg(EVENTS_STREAM, seq) for seq in range(first, last + 1)]
+
+
+def scrape(client: TestClient) -> str:
+    """What the API process's metrics port answers, from a test's client: the
+    gauges read at scrape time, then the registry's text."""
+    app = client.app
+    while not isinstance(app, FastAPI):  # under the outer ASGI layers
+        app = app.app  # type: ignore[attr-defined]
+    client.portal.call(refresh_api_metrics, app.state)  # type: ignore[union-attr]
+    return generate_latest().decode()

@@ -29,6 +29,7 @@ from tests.integration.helpers import (
     lesson_with_enrollments,
     make_relay,
     relay_all,
+    scrape,
     with_js,
     worker_for,
     working,
@@ -129,7 +130,7 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
         assert "400" in entry.reason
         assert entry.original_subject.endswith("EnrollmentConfirmed")
         with TestClient(create_app(container, nats_url, verifier=VERIFIER)) as api:
-            scraped = api.get("/metrics").text
+            scraped = scrape(api)
         assert 'club_dlq_messages{consumer="notifications"} 1.0' in scraped
         assert 'club_dlq_oldest_age_seconds{consumer="notifications"}' in scraped
         email_sandbox.reset_knobs()  # the cause is fixed

@@ -71,7 +71,8 @@ def test_the_public_url_is_an_origin(raw: str, kept: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "raw", ["club.example", "ftp://club.example", "https://club.example/ops", "https://"]
+    "raw",
+    ["club.example", "ftp://club.example", "https://club.example/ops", "https://"],
 )
 def test_a_public_url_that_is_no_origin_is_refused(raw: str) -> None:
     with pytest.raises(ConfigError, match="CLUB_PUBLIC_URL"):

@@ -112,9 +112,10 @@ def test_a_port_taken_is_one_line_naming_the_setting() -> None:
     assert "\n" not in str(error.value)
 
 
-def test_club_up_gives_every_background_role_a_port_of_its_own() -> None:
-    serving = [r for r in ROLES if r.kind in ("relay", "projector", "worker", "saga")]
-    assert {r.kind for r in serving} == {"relay", "projector", "worker", "saga"}
+def test_club_up_gives_the_api_and_every_background_role_a_port_of_its_own():
+    kinds = ("api", "relay", "projector", "worker", "saga")
+    serving = [r for r in ROLES if r.kind in kinds]
+    assert {r.kind for r in serving} == set(kinds)
 
     free = role_ports(settings(), ROLES)
     assert list(free) == serving
