@@ -100,7 +100,8 @@ def run_demo(settings: Settings, args: argparse.Namespace) -> int:
         container.close()
     sys.stdout.write(
         f"lesson {lesson_id}: {args.students} student(s) enrolled\n"
-        f"  curl localhost:{settings.http_port}/lessons/{lesson_id}\n"
+        f"  curl localhost:{settings.http_port}/lessons/{lesson_id} "
+        '-H "authorization: Bearer $(club token --sub ops --role admin)"\n'
     )
     return 0
 
