@@ -7,13 +7,18 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from uuid import UUID
+from typing import Any
+from uuid import UUID, uuid4
+
+import attrs
 
 from application.club import ClubApplication
-from entrypoints.cli.demo import register_students, schedule_lesson
+from bench.callers import AUTH_ENV
+from domain.student import StudentProfile
+from entrypoints.cli.demo import schedule_lesson
 from entrypoints.config.role_env import role_env
 from entrypoints.ops.confirmed_totals import confirmed_totals
 from entrypoints.runtime import bootstrap
@@ -24,10 +29,23 @@ SCALE = float(os.environ.get("CLUB_BENCH_SCALE", "1"))
 STARTS_AT = datetime(2027, 1, 1, tzinfo=UTC)
 
 
+@attrs.frozen
+class Staged:
+    """Work in two steps: `prepare` before the clock starts (what a client holds
+    before it calls: its token), then `run(prepared)`, timed; called, both."""
+
+    prepare: Callable[[], Any]
+    run: Callable[[Any], int]
+
+    def __call__(self) -> int:
+        return self.run(self.prepare())
+
+
 def timed(work: Callable[[], int]) -> float:
     """Operations per second of one run of `work`, which returns its count."""
+    prepared = work.prepare() if isinstance(work, Staged) else None
     start = time.perf_counter()
-    count = work()
+    count = work.run(prepared) if isinstance(work, Staged) else work()
     return count / (time.perf_counter() - start)
 
 
@@ -41,7 +59,23 @@ def new_lesson(app: ClubApplication, capacity: int) -> UUID:
 
 def students(container: bootstrap.Container, n: int) -> list[str]:
     """Addresses are `<id>@bench.example`: the jobs bench looks them up."""
-    return register_students(container.students, n, prefix="b", domain="bench.example")
+    return register(container, student_ids(n))
+
+
+def student_ids(n: int) -> list[str]:
+    """Ids for `register`, chosen ahead (their tokens signed before the clock)."""
+    return [f"b-{uuid4().hex[:10]}" for _ in range(n)]
+
+
+def register(container: bootstrap.Container, ids: Sequence[str]) -> list[str]:
+    """A profile for each of `ids`, as `club demo`'s register_students makes them."""
+    for student_id in ids:
+        container.students.save(
+            StudentProfile.create(
+                student_id=student_id, email=f"{student_id}@bench.example", name="Ann"
+            )
+        )
+    return list(ids)
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -60,10 +94,12 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
 def role(
     database_url: str, nats_url: str, *args: str, **env: str
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """One `club` role as its own process, as deployed; stopped on the way out."""
+    """One `club` role as its own process, as deployed; stopped on the way out.
+    Every role gets the bench's CLUB_AUTH_SECRET, as `club up` gives its roles one
+    (the API refuses to start without a way to verify tokens)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "entrypoints.cli", *args],
-        env=role_env(database_url, nats_url, **env),
+        env=role_env(database_url, nats_url, **(AUTH_ENV | env)),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

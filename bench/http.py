@@ -15,7 +15,15 @@ import httpx
 
 from application.club import ClubApplication
 from bench import peer_plain
-from bench.common import new_lesson, percentiles, students
+from bench.callers import students_authorizations
+from bench.common import (
+    Staged,
+    new_lesson,
+    percentiles,
+    register,
+    student_ids,
+    students,
+)
 from domain.enrollment import Enrollment
 
 HTTP_REQUESTS = 400  # per run, shared by the clients
@@ -24,18 +32,27 @@ SENDERS = 16  # open-loop sender threads, each with its own kept-alive connectio
 
 def http_enrollments(
     container, api: str, clients: int, *, one_lesson: bool = False
-) -> Callable[[], int]:
-    """Closed-loop clients; `one_lesson`: all of them into the same (popular) class."""
+) -> Staged:
+    """Closed-loop clients; `one_lesson`: all of them into the same (popular) class.
+    Each student enrolls itself with its own token, signed before the clock starts
+    (the lessons and the profiles are made inside the timed part, as always)."""
+    per_client = HTTP_REQUESTS // clients
 
-    def work() -> int:
-        per_client = HTTP_REQUESTS // clients
+    def prepare() -> tuple[list[str], list[str]]:
+        who = student_ids(per_client * clients)
+        return who, students_authorizations(who)
+
+    def run(prepared: tuple[list[str], list[str]]) -> int:
+        who, authorizations = prepared
         if one_lesson:
             lessons = [new_lesson(container.app, HTTP_REQUESTS)] * clients
         else:
             lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
-        return closed_loop(api, lessons, students(container, per_client * clients))
+        return closed_loop(
+            api, lessons, register(container, who), authorizations=authorizations
+        )
 
-    return work
+    return Staged(prepare, run)
 
 
 def peer_enrollments(api: str, database_url: str, clients: int) -> Callable[[], int]:
@@ -50,19 +67,29 @@ def peer_enrollments(api: str, database_url: str, clients: int) -> Callable[[], 
     return work
 
 
-def closed_loop(api: str, lessons: Sequence[UUID], who: Sequence[str]) -> int:
+def closed_loop(
+    api: str,
+    lessons: Sequence[UUID],
+    who: Sequence[str],
+    *,
+    authorizations: Sequence[str] | None = None,
+) -> int:
     """One client per lesson, each enrolling its share of `who` one after another
-    over a kept-alive connection; every answer must be a 201."""
+    over a kept-alive connection; every answer must be a 201. `authorizations`:
+    each student's `Authorization` value, in `who`'s order (the plain peer: none)."""
     clients = len(lessons)
     per_client = len(who) // clients
 
     def client(i: int) -> int:
         with httpx.Client(base_url=api, timeout=30) as http:
-            for student_id in who[i * per_client : (i + 1) * per_client]:
+            for n in range(i * per_client, (i + 1) * per_client):
+                headers = {"Idempotency-Key": str(uuid4())}
+                if authorizations is not None:
+                    headers["Authorization"] = authorizations[n]
                 response = http.post(
                     f"/lessons/{lessons[i]}/enrollments",
-                    json={"student_id": student_id},
-                    headers={"Idempotency-Key": str(uuid4())},
+                    json={"student_id": who[n]},
+                    headers=headers,
                 )
                 assert response.status_code == 201, response.text
         return per_client
@@ -126,14 +153,21 @@ def steady_latencies(container, api: str, rate: float, count: int) -> dict[str, 
 def steady(api: str, lesson: UUID, who: Sequence[str], rate: float) -> list[float]:
     """Open loop: request i is sent at start + i / rate, whatever came before.
     Returns each request's latency in seconds."""
-    return [ended - began for began, ended in steady_posts(api, lesson, who, rate)]
+    posted = steady_posts(api, lesson, who, rate, students_authorizations(who))
+    return [ended - began for began, ended in posted]
 
 
 def steady_posts(
-    api: str, lesson: UUID, who: Sequence[str], rate: float
+    api: str,
+    lesson: UUID,
+    who: Sequence[str],
+    rate: float,
+    authorizations: Sequence[str],
 ) -> list[tuple[float, float]]:
     """The open loop itself: per student (in `who`'s order), when its request was
-    sent and when its 201 came back (the commit), in unix seconds.
+    sent and when its 201 came back (the commit), in unix seconds. Each student
+    enrolls itself: `authorizations[i]` is who[i]'s `Authorization` value, signed
+    by the caller before the loop starts.
 
     Each sender thread keeps one connection alive, as a browser or a gateway would
     (a new TCP connection per request measured Nagle's delayed ACK, ~40 ms, not
@@ -155,7 +189,11 @@ def steady_posts(
             "POST",
             path,
             json.dumps({"student_id": who[i]}),
-            {"Content-Type": "application/json", "Idempotency-Key": str(uuid4())},
+            {
+                "Content-Type": "application/json",
+                "Idempotency-Key": str(uuid4()),
+                "Authorization": authorizations[i],
+            },
         )
         response = held.conn.getresponse()
         body = response.read()

@@ -20,6 +20,7 @@ import attrs
 
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
+from bench.callers import AUTH_ENV
 from entrypoints.runtime.api_workers import api_workers
 
 APP = "entrypoints.runtime.asgi:create_app"
@@ -56,9 +57,11 @@ SHIPPED = HttpStack("club api (uvicorn defaults)", ("uvicorn",),
 
 
 def api_env(database_url: str, nats_url: str) -> dict[str, str]:
-    """This machine's environment less its CLUB_* settings, plus the servers'."""
+    """This machine's environment less its CLUB_* settings, plus the servers' and
+    the bench's CLUB_AUTH_SECRET (the API verifies every caller's token)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLUB_")}
-    return env | {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
+    servers = {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
+    return env | servers | AUTH_ENV
 
 
 @contextmanager

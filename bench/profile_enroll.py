@@ -7,12 +7,16 @@
         py-spy --gil on the API under a closed-loop load; each step's share
     python -m bench.profile_enroll ab [--variants pre-ping,shipped] [--rounds 5]
         API CPU per enrollment and the rate, variants interleaved, several rounds
+        (`--variants shipped,trusted-caller`: what verifying the token costs)
+    python -m bench.profile_enroll verify [--calls 5000] [--rounds 5]
+        µs per TokenVerifier.caller (HS256), in this process
 
 Every run starts its own servers (an embedded PostgreSQL, durable as shipped, and
 NATS); the API is `club api` in a process of its own, started through `serve` below
 so that a variant can change one thing in it. CPU per enrollment is the API
 process's own (psutil), so another engineer's load on the cores inflates it less
-than it does the rate.
+than it does the rate. Every student enrolls itself with its own bearer token,
+signed before the clock starts (bench/callers.py).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import itertools
 import os
 import re
 import statistics
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import attrs
 import httpx
 import psutil
 import psycopg
@@ -45,7 +51,9 @@ from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
+from application.identity import Caller, Role
 from bench import peer_plain
+from bench.callers import AUTH_ENV, students_authorizations, verification_us
 from bench.common import new_lesson, students
 from bench.http import closed_loop
 from bench.http_stack import PEER
@@ -90,10 +98,44 @@ def _async_container_dependency() -> None:
     deps.ContainerDep = Annotated[bootstrap.Container, Depends(container)]  # type: ignore[misc]
 
 
+ADMIN = frozenset({Role.ADMIN})
+
+
+@attrs.frozen
+class TrustedCaller:
+    """A bench-only stand-in for TokenVerifier: `caller(token)` trusts the token
+    without reading it and answers a fixed caller: an admin (who may enroll anyone),
+    with an id of its own per request, as the shipped run's callers are each a
+    student of its own: the per-caller rate limit keeps one count per caller, and
+    its cost grows with how many it keeps, so one id for all would be cheaper by
+    more than the verification (bench.profile_enroll ab, no-rate-limit)."""
+
+    keys: None = None  # not IssuerKeys: called in the loop, as a secret's verifier
+    ids: Iterator[int] = attrs.Factory(itertools.count)
+
+    def caller(self, token: str) -> Caller:
+        return Caller(sub=f"trusted-{next(self.ids)}", roles=ADMIN)
+
+
+def _trusted_caller() -> None:
+    """The API's verifier is TrustedCaller: the request carries the same bearer
+    token, read by the same dependency, but never verified."""
+    bootstrap.token_verifier = lambda _: TrustedCaller()  # type: ignore[assignment,return-value]
+
+
+def _no_rate_limit() -> None:
+    """The per-caller rate limit counts nothing (CallerLimit.spend does nothing)."""
+    from entrypoints.http.rate_limit import CallerLimit  # noqa: PLC0415
+
+    CallerLimit.spend = lambda _self, _who: None  # type: ignore[method-assign]
+
+
 VARIANTS: dict[str, Callable[[], None]] = {
     "shipped": lambda: None,
     "pre-ping": _pre_ping,
     "async-container-dependency": _async_container_dependency,
+    "trusted-caller": _trusted_caller,
+    "no-rate-limit": _no_rate_limit,
 }
 
 
@@ -127,7 +169,7 @@ def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, i
     """`club api` (one process) with `variant`; yields its base URL and pid.
     `tree=PATH`: the code of another work tree (`git worktree add PATH COMMIT`)."""
     port = free_port()
-    env = role_env(database_url, nats_url, CLUB_HTTP_PORT=str(port))
+    env = role_env(database_url, nats_url, CLUB_HTTP_PORT=str(port), **AUTH_ENV)
     argv = [sys.executable, "-m", "bench.profile_enroll", "serve", variant]
     cwd = None
     if variant == "peer":  # bench/peer_plain.py, under the server club api runs
@@ -148,25 +190,33 @@ def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, i
         proc.wait(15)
 
 
-Work = tuple[list[Any], list[str]]  # a lesson per client, the students to enroll
+# A lesson per client, the students to enroll, each one's Authorization (the peer:
+# None, it checks no token).
+Work = tuple[list[Any], list[str], list[str] | None]
 
 
 def prepare(container: bootstrap.Container, clients: int, count: int) -> Work:
-    """A lesson per client and `count` students, before the clock starts."""
+    """A lesson per client, `count` students and their tokens, before the clock."""
     per_client = count // clients
     lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
-    return lessons, students(container, per_client * clients)
+    who = students(container, per_client * clients)
+    return lessons, who, students_authorizations(who)
 
 
 def prepare_peer(peer_url: str, clients: int, count: int) -> Work:
     per_client = count // clients
     lessons = peer_plain.new_lessons(peer_url, per_client, clients)
-    return lessons, [f"p-{uuid4().hex[:12]}" for _ in range(per_client * clients)]
+    return lessons, [f"p-{uuid4().hex[:12]}" for _ in range(per_client * clients)], None
+
+
+def enroll(base: str, work: Work) -> int:
+    lessons, who, authorizations = work
+    return closed_loop(base, lessons, who, authorizations=authorizations)
 
 
 def load(container: bootstrap.Container, base: str, clients: int, count: int) -> int:
     """`count` enrollments by `clients` closed-loop clients, each into its lesson."""
-    return closed_loop(base, *prepare(container, clients, count))
+    return enroll(base, prepare(container, clients, count))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -296,13 +346,17 @@ def count(variant: str, enrollments: int) -> dict[str, Any]:
 def timed_posts(base: str, lesson: Any, who: list[str]) -> list[float]:
     """One client, one enrollment after another: each one's seconds."""
     seconds = []
+    authorizations = students_authorizations(who)
     with httpx.Client(base_url=base, timeout=30) as http:
-        for student_id in who:
+        for student_id, authorization in zip(who, authorizations, strict=True):
             began = time.perf_counter()
             response = http.post(
                 f"/lessons/{lesson}/enrollments",
                 json={"student_id": student_id},
-                headers={"Idempotency-Key": str(uuid4())},
+                headers={
+                    "Idempotency-Key": str(uuid4()),
+                    "Authorization": authorization,
+                },
             )
             seconds.append(time.perf_counter() - began)
             assert response.status_code == 201, response.text
@@ -387,12 +441,12 @@ def profile(variant: str, seconds: float, clients: int, out: Path) -> dict[str, 
             return prepare(container, clients, count)
 
         with api(where, nats_url, variant) as (base, pid):
-            closed_loop(base, *work(200))  # warm
+            enroll(base, work(200))  # warm
             done, stop = [0], threading.Event()
 
             def drive() -> None:
                 while not stop.is_set():
-                    done[0] += closed_loop(base, *work(100 * clients))
+                    done[0] += enroll(base, work(100 * clients))
 
             cpu = cpu_seconds(pid)
             driver = threading.Thread(target=drive)
@@ -436,10 +490,10 @@ def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str,
                             return prepare_peer(peer_url, clients, count)
                         return prepare(container, clients, count)
 
-                    closed_loop(base, *work(200))  # warm
-                    lessons, who = work(count_)
+                    enroll(base, work(200))  # warm
+                    prepared = work(count_)
                     before, start = cpu_seconds(pid), time.perf_counter()
-                    n = closed_loop(base, lessons, who)
+                    n = enroll(base, prepared)
                     elapsed = time.perf_counter() - start
                     cpu[variant].append(1000 * (cpu_seconds(pid) - before) / n)
                     rate[variant].append(n / elapsed)
@@ -456,6 +510,34 @@ def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str,
             }
             for variant in variants
         },
+        **_verification_share(cpu),
+    }
+
+
+def _verification_share(cpu: dict[str, list[float]]) -> dict[str, str]:
+    """shipped against trusted-caller, round by round (each pair ran back to
+    back): the API CPU that verifying the token takes, µs and share."""
+    if not {"shipped", "trusted-caller"} <= cpu.keys():
+        return {}
+    shipped, trusted = cpu["shipped"], cpu["trusted-caller"]
+    diffs = [1000 * (a - b) for a, b in zip(shipped, trusted, strict=True)]
+    shares = [100 * d / (1000 * a) for d, a in zip(diffs, shipped, strict=True)]
+    return {
+        "verification, µs API CPU per enrollment (shipped - trusted-caller)": (
+            _spread(diffs)
+        ),
+        "verification, % of the shipped API CPU per enrollment": _spread(shares),
+    }
+
+
+# --- verify: TokenVerifier.caller alone ---------------------------------------------
+
+
+def verify(rounds: int, calls: int) -> dict[str, Any]:
+    each = [verification_us(calls) for _ in range(rounds)]
+    return {
+        "calls per round": calls,
+        "TokenVerifier.caller (HS256), µs per call, median per round": _spread(each),
     }
 
 
@@ -571,6 +653,9 @@ def main(argv: list[str]) -> None:
     a.add_argument("--rounds", type=int, default=5)
     a.add_argument("--clients", type=int, default=4)
     a.add_argument("--enrollments", type=int, default=800)
+    v = sub.add_parser("verify")
+    v.add_argument("--rounds", type=int, default=5)
+    v.add_argument("--calls", type=int, default=5000)
     args = parser.parse_args(argv)
     if args.what == "serve":
         serve(args.variant)
@@ -578,6 +663,8 @@ def main(argv: list[str]) -> None:
         result = count(args.variant, args.enrollments)
     elif args.what == "checkout":
         result = checkout(args.rounds, args.calls)
+    elif args.what == "verify":
+        result = verify(args.rounds, args.calls)
     elif args.what == "profile":
         out = args.out or Path(tempfile.mkdtemp(prefix="club-profile-")) / "stacks.txt"
         result = profile(args.variant, args.seconds, args.clients, out)

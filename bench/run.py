@@ -32,6 +32,7 @@ from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
 from application.contracts.mapping import published_envelopes
 from bench import peer_plain
+from bench.callers import verification_us
 from bench.chain import chain_latencies
 from bench.common import RUNS, SCALE, role, series, summary, timed
 from bench.http import (
@@ -56,6 +57,7 @@ WRITES_PER_RUN = 960
 HORIZON_ROUNDS = 20
 MEMORY_EVENTS = int(100_000 * SCALE)
 RESULTS = Path(__file__).parent / "results" / "latest.json"
+VERIFICATION = "token verification, µs per request"
 
 
 class Servers:
@@ -91,6 +93,12 @@ def ratio_row(club: list[float], raw: list[float], raw_is: str, goal: float) -> 
 
 
 def http_section(s: Servers, out: dict[str, Any]) -> None:
+    # What every request below pays to know its caller: measured here, in this
+    # process, before the API starts (docs/benchmarks.md: the same route with and
+    # without it is bench.profile_enroll ab --variants shipped,trusted-caller).
+    out[VERIFICATION] = summary([verification_us() for _ in range(RUNS)]) | {
+        "is": "TokenVerifier.caller, HS256, median of 5,000 calls, in-process"
+    }
     with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
         port = free_port()
         api = f"http://127.0.0.1:{port}"
@@ -181,7 +189,8 @@ def stack_section(s: Servers, out: dict[str, Any]) -> None:
             "club": summary(runs["club"][clients]),
             "raw": summary(runs["peer"][clients]),
             "raw_is": "bench/peer_plain.py: FastAPI, SELECT ... FOR UPDATE, count, "
-            "insert, commit (no event store, outbox or idempotency); same server",
+            "insert, commit (no event store, outbox, idempotency or token); "
+            "same server",
             "goal": 0.8,
         }
     one, two = (f"{SHIPPED.name}, {n} process(es)" for n in (1, 2))
@@ -391,6 +400,12 @@ def report(out: dict[str, Any], *, full: bool) -> None:
         console.print(
             f"{name}: {figures['median']:,.0f}/s "
             f"({figures['min']:,.0f}-{figures['max']:,.0f}; the HTTP stack alone)"
+        )
+    if VERIFICATION in out:
+        verify = out[VERIFICATION]
+        console.print(
+            f"{VERIFICATION}: {verify['median']:.1f} ({verify['min']:.1f}-"
+            f"{verify['max']:.1f}; {verify['is']})"
         )
     _print_http_stacks(console, out["http stack"])
     for name, figures in out["latency"].items():
