@@ -177,3 +177,23 @@ def test_the_read_models_name_their_position_for_what_it_is(spec) -> None:
         assert field["type"] == "integer"
         assert "Not a watermark" in field["description"]
         assert "position" not in schema_of(spec, name)["properties"]
+
+
+def test_the_document_declares_the_bearer_scheme_on_every_callers_route(spec) -> None:
+    """/docs shows an Authorize button, and each route says it needs the token."""
+    scheme = spec["components"]["securitySchemes"]["HTTPBearer"]
+    assert (scheme["type"], scheme["scheme"], scheme["bearerFormat"]) == (
+        "http",
+        "bearer",
+        "JWT",
+    )
+    open_routes = {"/healthz", "/readyz", "/webhooks/payment"}
+    for path, methods in spec["paths"].items():
+        if path.startswith("/ops"):
+            continue
+        for method, operation in methods.items():
+            declared = operation.get("security")
+            if path in open_routes:
+                assert declared is None, (method, path)
+            else:
+                assert declared == [{"HTTPBearer": []}], (method, path)
