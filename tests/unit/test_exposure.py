@@ -77,3 +77,57 @@ def test_the_public_url_is_an_origin(raw: str, kept: str) -> None:
 def test_a_public_url_that_is_no_origin_is_refused(raw: str) -> None:
     with pytest.raises(ConfigError, match="CLUB_PUBLIC_URL"):
         Settings.from_env({"CLUB_PUBLIC_URL": raw})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_caller_may_burst_its_rate_then_waits_its_share() -> None:
+    clock = Clock()
+    limit = CallerLimit("5/second", clock=clock)
+    for _ in range(5):
+        limit.spend("ann")  # a whole second's worth at once
+    with pytest.raises(RateLimitedError):
+        limit.spend("ann")
+    clock.now += 0.2  # one request's share of the second
+    limit.spend("ann")
+    with pytest.raises(RateLimitedError):
+        limit.spend("ann")
+    clock.now += 10  # idle: the whole budget again, never more
+    for _ in range(5):
+        limit.spend("ann")
+    with pytest.raises(RateLimitedError):
+        limit.spend("ann")
+
+
+def test_the_wait_told_is_when_the_next_request_passes() -> None:
+    clock = Clock()
+    limit = CallerLimit("2/minute", clock=clock)
+    limit.spend("ann")
+    limit.spend("ann")
+    with pytest.raises(RateLimitedError) as refused:
+        limit.spend("ann")
+    assert refused.value.retry_after_s == 30
+    clock.now += 29
+    with pytest.raises(RateLimitedError):
+        limit.spend("ann")
+    clock.now += 1
+    limit.spend("ann")
+
+
+def test_forgetting_idle_callers_changes_no_answer(monkeypatch) -> None:
+    monkeypatch.setattr("entrypoints.http.rate_limit.PRUNE_AT", 3)
+    clock = Clock()
+    limit = CallerLimit("1/second", clock=clock)
+    for who in ("a", "b", "c", "d"):
+        limit.spend(who)
+    with pytest.raises(RateLimitedError):
+        limit.spend("d")  # busy: remembered
+    clock.now += 5
+    for who in ("e", "a"):
+        limit.spend(who)  # idle ones forgotten are as good as new
