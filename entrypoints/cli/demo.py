@@ -91,7 +91,7 @@ def _student_count(raw: str) -> int:
 
 
 def run_demo(settings: Settings, args: argparse.Namespace) -> int:
-    database_url, _ = settings.require_services()
+    database_url, _ = settings.operator_services()
     bootstrap.migrate_database(database_url)  # safe again; a fresh database works too
     container = bootstrap.build(database_url, pool_size=1)
     try:

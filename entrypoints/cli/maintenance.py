@@ -27,7 +27,7 @@ from entrypoints.runtime import bootstrap
 
 
 def relay_rewind(settings: Settings, args: argparse.Namespace) -> int:
-    database_url, _ = settings.require_services()
+    database_url, _ = settings.operator_services()
     container = bootstrap.build(database_url, pool_size=1)
     try:
         newest = container.app.recorder.max_notification_id() or 0
@@ -52,7 +52,7 @@ def relay_rewind(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def audit(settings: Settings, _: argparse.Namespace) -> int:
-    database_url, nats_url = settings.require_services()
+    database_url, nats_url = settings.operator_services()
     container = bootstrap.build(database_url, pool_size=1)
 
     async def holes() -> list[Any]:
@@ -83,7 +83,7 @@ def audit(settings: Settings, _: argparse.Namespace) -> int:
 
 
 def rebuild(settings: Settings, args: argparse.Namespace) -> int:
-    database_url, _ = settings.require_services()
+    database_url, _ = settings.operator_services()
     container = bootstrap.build(database_url, pool_size=2)
     rebuild = bootstrap.build_rebuild(container, args.name)
     columns = (

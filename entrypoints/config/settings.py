@@ -29,6 +29,7 @@ from entrypoints.config.exposure import (
     parsed_rate,
 )
 from entrypoints.config.masking import masked
+from entrypoints.config.running import running_beside
 
 
 class ConfigError(ValueError):
@@ -134,6 +135,23 @@ class Settings:
             )
             raise ConfigError(msg)
         return self.database_url, self.nats_url
+
+    def operator_services(self) -> tuple[str, str]:
+        """An operator's command: the URLs given, else those of the `club up`
+        running on CLUB_DATA_DIR (its admin user; config/running.py)."""
+        if self.database_url and self.nats_url:
+            return self.database_url, self.nats_url
+        running = running_beside(self.data_dir)
+        if running is None:
+            msg = (
+                "set CLUB_DATABASE_URL and CLUB_NATS_URL, or run this beside "
+                f"`club up` (no Club is running on {self.data_dir}; set "
+                "CLUB_DATA_DIR to the one `club up` uses)"
+            )
+            raise ConfigError(msg)
+        return self.database_url or running.database_url, (
+            self.nats_url or running.nats_url
+        )
 
 
 # The operator token opens /ops (status, trace, DLQ replay): at least as long as

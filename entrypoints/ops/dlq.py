@@ -67,7 +67,7 @@ def add_commands(
 def list_command(
     settings: Settings, args: argparse.Namespace, *, queue_of: DeadLetterQueueOf
 ) -> int:
-    _, nats_url = settings.require_services()
+    _, nats_url = settings.operator_services()
     if args.consumer is not None:
         try:
             check_consumer(args.consumer)
@@ -93,7 +93,7 @@ def replay_command(
     open: OpenContainer,
     queue_of: DeadLetterQueueOf,
 ) -> int:
-    database_url, nats_url = settings.require_services()
+    database_url, nats_url = settings.operator_services()
     reason = args.reason or ("dry run" if args.dry_run else "")
     try:
         request = ReplayRequest(

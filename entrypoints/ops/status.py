@@ -71,7 +71,7 @@ def status_command(
     open: OpenContainer,
     reads_of: ReadsOf,
 ) -> int:
-    database_url, nats_url = settings.require_services()
+    database_url, nats_url = settings.operator_services()
 
     def show(container: Container) -> None:
         with contextlib.suppress(KeyboardInterrupt):

@@ -73,7 +73,7 @@ def trace_command(
     open: OpenContainer,
     reads_of: ReadsOf,
 ) -> int:
-    database_url, nats_url = settings.require_services()
+    database_url, nats_url = settings.operator_services()
     shown = read_once(
         "trace",
         open,

@@ -26,6 +26,7 @@ from adapters.nats.authorization import role_users
 from application.backoff import BackoffPolicy, Jitter
 from entrypoints.config.auth_settings import kept_secret
 from entrypoints.config.masking import masked
+from entrypoints.config.running import Running, announce, withdraw
 from entrypoints.config.settings import ConfigError, Settings, stream_retention
 from entrypoints.runtime import bootstrap, preflight
 from entrypoints.runtime.metrics_server import port_env, role_ports, where_served
@@ -111,6 +112,13 @@ def _up(settings: Settings) -> int:
         }
         if not settings.auth.configured:  # development: HS256, `club token` signs
             base["CLUB_AUTH_SECRET"] = kept_secret(settings.data_dir)
+        # The operator's commands in another terminal find us (config/running.py).
+        announce(
+            settings.data_dir,
+            Running(
+                database_url=database_url, nats_url=nats_urls["admin"], pid=os.getpid()
+            ),
+        )
         children = [
             Child(
                 role,
@@ -133,6 +141,7 @@ def _up(settings: Settings) -> int:
         print(f"club: {masked(str(e))}", file=sys.stderr, flush=True)
         code = 1
     finally:
+        withdraw(settings.data_dir)
         _stop_all([child.proc for child in children if child.proc is not None])
         for server in reversed(servers):
             server.server.stop()

@@ -267,3 +267,33 @@ def venv_inside(venv: Path) -> str:
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+
+
+def test_operator_commands_beside_club_up_find_it_by_themselves() -> None:
+    """A second terminal with only CLUB_DATA_DIR: `club status` and `club dlq list`
+    answer without a URL or password to dig out; once `club up` stops they say
+    no Club runs there, in one line."""
+    data_dir = scratch_dir("club-up-beside-") / "data"
+    beside = {k: v for k, v in os.environ.items() if not k.startswith("CLUB_")}
+    beside["CLUB_DATA_DIR"] = str(data_dir)
+
+    def club(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "entrypoints.cli", *argv],
+            env=beside, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    with club_up(data_dir, free_port()) as (_, proc):
+        running = data_dir / "running.json"
+        assert oct(running.stat().st_mode & 0o777) == "0o600"
+        status = club("status", "--json")
+        assert status.returncode == 0, status.stderr
+        assert "delivery" in json.loads(status.stdout)
+        listed = club("dlq", "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        ctrl_c(proc)
+    assert not running.exists()
+    after = club("status")
+    assert after.returncode == 2
+    assert "no Club is running on" in after.stderr
+    assert "Traceback" not in after.stderr
