@@ -112,7 +112,9 @@ class NotificationStore(Protocol):
         error: str | None = None,
         provider_id: str | None = None,
     ) -> None:
-        """Record a state (committed when this returns); `sent` stamps `sent_at`."""
+        """Record a state (committed when this returns); `sent` stamps `sent_at`
+        and is final: a row already sent is left as it is (a stale worker's
+        later mark never undoes it)."""
         ...
 
 

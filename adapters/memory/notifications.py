@@ -48,6 +48,8 @@ class InMemoryNotificationStore:
         provider_id: str | None = None,
     ) -> None:
         row = self.rows[event_id]
+        if row.state is State.SENT:  # final: a stale worker never undoes it
+            return
         self.rows[event_id] = attrs.evolve(
             row,
             state=state,

@@ -45,6 +45,9 @@ _FIND = sa.select(table).where(table.c.event_id == sa.bindparam("find_event_id")
 _MARK = (
     sa.update(table)
     .where(table.c.event_id == sa.bindparam("mark_event_id"))
+    # `sent` is final: a stale worker's later mark (a redelivery's copy that
+    # looked before the first one finished) never undoes it.
+    .where(table.c.state != State.SENT.value)
     .values(
         state=sa.bindparam("new_state"),
         updated_at=sa.func.now(),

@@ -70,3 +70,16 @@ class NotificationStoreContract:
         row = store.open(request)
         assert row.state is State.SENT
         assert row.sent_at is not None
+
+    def test_sent_is_final_a_stale_worker_cannot_undo_it(
+        self, store: NotificationStore
+    ) -> None:
+        """Two workers on one message (a redelivery while the first still ran):
+        the one that finishes last with an older view never overwrites `sent`."""
+        request = _request()
+        store.open_sending(request)
+        store.mark(request.event_id, State.SENT, provider_id="m-1")
+        sent = store.open(request)
+        for stale in (State.UNKNOWN, State.FAILED, State.DEAD_LETTERED, State.SENDING):
+            store.mark(request.event_id, stale, attempts=9, error="a stale view")
+        assert store.open(request) == sent
