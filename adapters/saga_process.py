@@ -77,9 +77,10 @@ class SagaProcess:
 
     def _advance_one(self, claim: Claim) -> None:
         pid = claim.purchase_id
+        now = self._clock()
         try:
             with failures_seen() as seen:
-                next_due = self._saga.advance(pid, self._clock())
+                next_due = self._saga.advance(pid, now)
         except NotFoundError:  # woken for no purchase: nothing will ever be due
             self._deadlines.release(claim, None, "no such purchase")
             return
@@ -93,7 +94,7 @@ class SagaProcess:
             delay = ERROR_RETRY.delay(failures)
             log.warning("saga.step_failed", purchase_id=str(pid), error=repr(error))
             self._deadlines.release(
-                claim, self._clock() + timedelta(seconds=delay), repr(error)[:500]
+                claim, now + timedelta(seconds=delay), repr(error)[:500], as_of=now
             )
             return
         self._failures.pop(pid, None)
@@ -103,5 +104,5 @@ class SagaProcess:
             if kind != "permanent":
                 count_retries(SAGA, kind)
         crash_point("saga.after_step")
-        if not self._deadlines.release(claim, next_due):
+        if not self._deadlines.release(claim, next_due, as_of=now):
             log.info("saga.claim_lost", purchase_id=str(pid))

@@ -82,18 +82,31 @@ class SagaDeadlines:
         return [Claim(row.purchase_id, token, row.nudges) for row in rows]
 
     def release(
-        self, claim: Claim, next_due: datetime | None, error: str | None = None
+        self,
+        claim: Claim,
+        next_due: datetime | None,
+        error: str | None = None,
+        *,
+        as_of: datetime | None = None,
     ) -> bool:
         """Store the next deadline. False: the claim was lost (another process took
-        the row after our lease ran out), so what we would write is stale."""
+        the row after our lease ran out), so what we would write is stale.
+
+        `as_of`: the caller's clock when it computed `next_due`; the wait is then
+        kept, on the database's clock (`now()` + the wait), which claims compare
+        with: a saga host whose clock runs behind would otherwise write deadlines
+        already past (a busy loop), one running ahead would wait too long."""
         nudged = deadlines.c.nudges != claim.nudges
+        due: sa.ColumnElement[datetime] | datetime | None = next_due
+        if next_due is not None and as_of is not None:
+            due = sa.func.now() + sa.literal(next_due - as_of, sa.Interval)
         stmt = (
             sa.update(deadlines)
             .where(deadlines.c.purchase_id == claim.purchase_id)
             .where(deadlines.c.claim_token == claim.token)
             .values(
                 # Nudged while we worked: stay due now, the nudge's fact is unseen.
-                due_at=sa.case((nudged, deadlines.c.due_at), else_=next_due),
+                due_at=sa.case((nudged, deadlines.c.due_at), else_=due),
                 claimed_until=None,
                 claimed_by=None,
                 claim_token=None,

@@ -160,3 +160,17 @@ def test_the_feed_moves_past_events_that_wake_nobody(container) -> None:
         )
     assert feed.pump() == 0
     assert feed.position() == container.app.recorder.max_notification_id()
+
+
+def test_a_skewed_saga_host_keeps_its_wait_on_the_databases_clock(container) -> None:
+    """A host a day behind computes "in an hour" as yesterday's time: written as
+    it is, the deadline would be long past and claimed again at once, for ever."""
+    deadlines, pid, claim = one_claimed(container)
+    behind = datetime.now(UTC) - timedelta(days=1)
+    assert deadlines.release(claim, behind + timedelta(hours=1), as_of=behind)
+    with container.engine.connect() as conn:
+        db_now = conn.execute(sa.select(sa.func.now())).scalar_one()
+    due = deadlines.due_at(pid)
+    assert due is not None
+    assert timedelta(minutes=59) < due - db_now <= timedelta(hours=1)
+    assert deadlines.claim(10) == []
