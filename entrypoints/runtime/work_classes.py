@@ -15,6 +15,7 @@ import attrs
 from nats.js import JetStreamContext
 
 from adapters.nats.dead_letters import Owner
+from adapters.nats.heartbeat import HeartbeatWorker
 from adapters.nats.worker import Job, Outage, RateLimit, Worker
 from adapters.postgres.first_failures import FirstFailures
 from application.contracts.envelope import Envelope
@@ -75,7 +76,10 @@ def notification_job(
 def _notification_worker(
     deps: WorkDeps, js: JetStreamContext, job: Job, owner: Owner
 ) -> Worker:
-    return Worker(
+    # In-progress acks while a send (up to its 22 s deadline) or a wait for the
+    # provider's rate runs: past ack_wait the broker would hand the message to a
+    # second slot meanwhile, which finds `sending` and looks the outcome up.
+    return HeartbeatWorker(
         name=NOTIFICATIONS,
         js=js,
         job=job,
@@ -85,6 +89,7 @@ def _notification_worker(
         rate=RateLimit(deps.settings.email_rate_per_s),
         # One bound for every transient failure of an e-mail, ours or the provider's.
         outage=Outage(attempts=deps.settings.notify_max_attempts),
+        ack_wait=deps.settings.ack_wait_seconds,
     )
 
 

@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from adapters.nats.dlq import dead_letters
-from adapters.nats.worker import Job
+from adapters.nats.streams import EVENTS_STREAM
+from adapters.nats.worker import Job, ensure_worker_consumer
 from adapters.postgres.tables import first_failures, notifications
 from application.commands import CancelEnrollment
 from application.dlq_owners import DlqOwners
@@ -293,3 +294,57 @@ def test_the_first_failure_is_the_first_attempt_not_the_store_time(
         ).all()
     assert kept == []  # forgotten once dead-lettered
     asyncio.run(with_js(nats_url, lambda js, _nc: remove_entries(js, {entry.event_id})))
+
+
+class Counted:
+    """The e-mail provider, counting the calls each kind of step makes."""
+
+    def __init__(self, provider) -> None:
+        self.provider = provider
+        self.sends = self.lookups = 0
+
+    def send(self, message, idempotency_key):
+        self.sends += 1
+        return self.provider.send(message, idempotency_key)
+
+    def status(self, idempotency_key):
+        self.lookups += 1
+        return self.provider.status(idempotency_key)
+
+
+def test_a_send_slower_than_ack_wait_is_not_handed_to_a_second_slot(
+    migrated, container, email_sandbox, email_provider
+) -> None:
+    """The notifications worker as wired beats while its send runs: a provider
+    answering in 1.7 s (inside the client's 2 s read timeout) under a 1 s ack_wait
+    is sent to once, and no second slot gets the message meanwhile (it would find
+    `sending` and look the outcome up)."""
+    database_url, nats_url = migrated
+    settings = Settings.from_env(
+        {"CLUB_ACK_WAIT_SECONDS": "1", "CLUB_DATABASE_URL": database_url}
+    )
+    name = "notifications-beat"
+    counted = Counted(email_provider)
+    email_sandbox.set_knobs(latency_ms=1700)
+    publish_enrollments(container, database_url, nats_url, 1)
+
+    async def body(js, _nc) -> None:
+        await ensure_worker_consumer(js, name, "club.events.>", ack_wait=1)
+        notifications = work_classes.NOTIFICATIONS
+        worker = bootstrap.build_worker(
+            settings, container, js, name=notifications, email=counted
+        )
+        worker.name = name  # the same wiring, on a durable of this test's own
+        async with working(worker):
+            for _ in range(300):
+                info = await js.consumer_info(EVENTS_STREAM, name)
+                if counted.sends and not info.num_ack_pending:
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(2)  # a redelivery would have come by now
+
+    try:
+        asyncio.run(with_js(nats_url, body))
+    finally:
+        email_sandbox.reset_knobs()
+    assert (counted.sends, counted.lookups) == (1, 0)
