@@ -11,6 +11,8 @@ rule; a repeated fact (the same capture, the same refund) records nothing.
 from __future__ import annotations
 
 import enum
+import hashlib
+import re
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -55,9 +57,20 @@ def payment_key_for(purchase_id: UUID) -> str:
     return f"purchase-{purchase_id}"
 
 
+# What a provider accepts as an idempotency key: visible ASCII, at most 255.
+_KEY_SAFE = re.compile(r"[!-~]{1,200}")
+
+
 def refund_key_for(payment_id: str) -> str:
-    """At most one refund per payment: the key is the payment's, not the attempt's."""
-    return f"refund-{payment_id}"
+    """At most one refund per payment: the key is the payment's, not the attempt's.
+
+    A payment id that is no valid key part (a space, a non-ASCII character, 200+
+    characters: whatever a provider sent) is named by its SHA-256 instead, so the
+    key is still stable and valid: an invalid one made every refund attempt fail
+    before it left, for ever."""
+    if _KEY_SAFE.fullmatch(payment_id):
+        return f"refund-{payment_id}"
+    return f"refund-sha256-{hashlib.sha256(payment_id.encode()).hexdigest()}"
 
 
 class Purchase(Aggregate):

@@ -7,6 +7,7 @@ from uuid import uuid4
 
 import pytest
 
+from application.email import check_key
 from domain.errors import (
     HoldNotActiveError,
     HoldNotDueError,
@@ -19,7 +20,7 @@ from domain.errors import (
     PaymentStillCheckingError,
     RefundNotPendingError,
 )
-from domain.purchase import Purchase, Status
+from domain.purchase import Purchase, Status, refund_key_for
 from tests.unit.given import given, when
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -253,3 +254,22 @@ def test_a_settled_purchase_is_not_sent_to_review() -> None:
     )
     with pytest.raises(NotRefundableError):
         purchase.require_review(reason="?", owner="x")
+
+
+@pytest.mark.parametrize(
+    "payment_id",
+    ["pay 1", "paiement-é", "p" * 249, "pay\x00id", "", "pay_ok\n"],
+)
+def test_a_hostile_payment_id_still_gives_a_valid_stable_refund_key(
+    payment_id: str,
+) -> None:
+    """A refund key the provider refuses failed every attempt before it left: the
+    saga retried for ever and no review ever came."""
+    key = refund_key_for(payment_id)
+    assert check_key(key) == key
+    assert refund_key_for(payment_id) == key  # stable: one refund per payment
+    assert key != refund_key_for(payment_id + "x")
+
+
+def test_a_plain_payment_id_names_its_refund_key() -> None:
+    assert refund_key_for("pay_123") == "refund-pay_123"
