@@ -64,7 +64,8 @@ from entrypoints.runtime import bootstrap
 
 
 def _pre_ping() -> None:
-    """Session 4's connections: a round trip before every checkout, both pools."""
+    """The connections before the no-pre-ping decision: a round trip before every
+    checkout, both pools (docs/decisions/2026-11-30-no-pre-ping.md)."""
     from adapters.postgres import database  # noqa: PLC0415 - patched before use
 
     shipped_engine, shipped_env = database.create_engine, database.eventsourcing_env
