@@ -39,6 +39,12 @@ DLQ_OLDEST_AGE = Gauge(
     "obligation has waited for its owner.",
     ["consumer"],
 )
+DLQ_EXPIRING = Gauge(
+    "club_dlq_expiring",
+    "Entries in CLUB_DLQ within a day of its max_age (CLUB_DLQ_RETENTION), by "
+    "consumer: the broker drops them unseen unless someone replays or discards.",
+    ["consumer"],
+)
 # The chain's hops, read at each /metrics scrape (entrypoints/ops/status_metrics.py),
 # and by each background role for its own hop (entrypoints/runtime/role_metrics.py).
 OUTBOX = "outbox"  # the `queue` label of the stored events not yet published

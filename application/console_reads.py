@@ -89,6 +89,11 @@ class DlqHop:
     consumer: str
     messages: int
     oldest_age_seconds: float
+    # Entries within EXPIRING_WITHIN_S of the stream's max_age: gone unseen soon.
+    expiring: int = 0
+
+
+EXPIRING_WITHIN_S = 86_400.0  # a day's warning before the DLQ forgets an entry
 
 
 # The export files beside the stores.
@@ -170,6 +175,52 @@ class DeadLetter:
     def age_seconds(self, now: datetime | None = None) -> float:
         return ((now or datetime.now(UTC)) - self.last_failed_at).total_seconds()
 
+    @property
+    def event_type(self) -> str:
+        """The type its original subject names (`club.events.<aggregate>.<Type>`)."""
+        return self.original_subject.rpartition(".")[2]
+
+    def failing_since(self) -> datetime:
+        """Its first failure; dead-lettered, if that was not recorded."""
+        return self.first_failed_at or self.last_failed_at
+
+
+@attrs.frozen(kw_only=True)
+class DlqFilter:
+    """Which entries an operator means: all of the given tests hold (none: every
+    entry). `because` is a piece of the recorded reason (Club-Reason), `event_type`
+    the type the original subject names, `event_ids` the original events' ids."""
+
+    because: str = ""
+    event_type: str = ""
+    event_ids: frozenset[str] = frozenset()
+
+    @property
+    def narrows(self) -> bool:
+        return bool(self.because or self.event_type or self.event_ids)
+
+    def matches(self, entry: DeadLetter) -> bool:
+        return (
+            (not self.because or self.because.casefold() in entry.reason.casefold())
+            and (not self.event_type or entry.event_type == self.event_type)
+            and (not self.event_ids or entry.event_id in self.event_ids)
+        )
+
+    def recorded(self) -> dict[str, object]:
+        """As the audit record keeps it."""
+        return {
+            "because": self.because,
+            "type": self.event_type,
+            "ids": sorted(self.event_ids),
+        }
+
+
+# An e-mail provider forgets an idempotency key after this long (CLUB_EMAIL_KEY_
+# LIFETIME): a message first tried before then, sent again, may be sent twice.
+DEFAULT_KEY_LIFETIME_S = 86_400.0
+# The consumers whose hand-backs reach that provider under the message's key.
+KEY_BOUND_CONSUMERS = frozenset({"notifications"})
+
 
 @attrs.frozen(kw_only=True)
 class ReplayRequest:
@@ -179,6 +230,9 @@ class ReplayRequest:
     batch: int = 100  # at most this many entries in this run
     rate_per_s: float = 10.0
     dry_run: bool = False
+    only: DlqFilter = DlqFilter()
+    key_lifetime_s: float = DEFAULT_KEY_LIFETIME_S
+    past_key_lifetime: bool = False  # the operator checked: send those anyway
 
     def __attrs_post_init__(self) -> None:
         check_consumer(self.consumer)
@@ -188,6 +242,20 @@ class ReplayRequest:
             raise ValueError("--batch must be at least 1")
         if not 0 < self.rate_per_s <= 10_000:  # noqa: PLR2004
             raise ValueError("--rate must be more than 0 and at most 10000 per second")
+        if self.past_key_lifetime and not self.only.event_ids:
+            msg = (
+                "--past-key-lifetime sends entries the provider may already have"
+                " sent: name each one you checked with --id EVENT_ID"
+            )
+            raise ValueError(msg)
+
+    def held_back(self, entry: DeadLetter, now: datetime) -> bool:
+        """Past the provider's key lifetime, a resend is not blind: kept back."""
+        return (
+            self.consumer in KEY_BOUND_CONSUMERS
+            and not self.past_key_lifetime
+            and (now - entry.failing_since()).total_seconds() > self.key_lifetime_s
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -196,6 +264,43 @@ class ReplayReport:
     matched: list[DeadLetter]  # what was (or, dry-run, would be) handed back
     replayed: int
     outcome: str
+    # Matched, but past the provider's key lifetime: not handed back.
+    held_back: list[DeadLetter] = attrs.Factory(list)
+
+
+@attrs.frozen(kw_only=True)
+class DiscardRequest:
+    """Entries removed from the DLQ for good, never handed back: audited."""
+
+    consumer: str
+    operator: str
+    reason: str
+    only: DlqFilter = DlqFilter()
+    everything: bool = False  # --all: every entry of the consumer's
+    dry_run: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        check_consumer(self.consumer)
+        if not self.reason.strip():
+            msg = (
+                "say why (--reason TEXT): a discard removes dead letters for good,"
+                " and the audit record keeps the reason"
+            )
+            raise ValueError(msg)
+        if self.everything == self.only.narrows:
+            msg = (
+                "say which entries to discard: --id EVENT_ID, --because TEXT or"
+                " --type EventName, or --all for every one of the consumer's"
+                " (not --all together with those)"
+            )
+            raise ValueError(msg)
+
+
+@attrs.frozen(kw_only=True)
+class DiscardReport:
+    discard_id: UUID
+    matched: list[DeadLetter]  # what was (or, dry-run, would be) discarded
+    discarded: int
 
 
 class NotReplayableError(ValueError):

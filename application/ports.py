@@ -24,6 +24,8 @@ from application.console_reads import (
     DeadLetter,
     DeadlineRow,
     DeadlinesHop,
+    DiscardReport,
+    DiscardRequest,
     DlqHop,
     DurableView,
     ExportFilesTally,
@@ -268,7 +270,14 @@ class DeadLetterQueue(Protocol):
         *,
         stop: asyncio.Event | None = None,
         progress: Callable[[DeadLetter], None] = lambda _: None,
-    ) -> ReplayReport: ...
+    ) -> ReplayReport:
+        """Hand back the matching entries, but those past the provider's key
+        lifetime (ReplayRequest.held_back); audited with its filters."""
+        ...
+
+    async def discard(self, request: DiscardRequest) -> DiscardReport:
+        """Remove the matching entries without handing them back (audited)."""
+        ...
 
 
 class AuditRecords(Protocol):

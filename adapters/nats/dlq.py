@@ -130,12 +130,20 @@ async def hand_back(js: JetStreamContext, entry: DeadLetter) -> bool:
         stream=REPLAY_STREAM,
         headers=headers,
     )
+    await remove(js, entry)
+    return not ack.duplicate
+
+
+async def remove(js: JetStreamContext, entry: DeadLetter) -> bool:
+    """Delete the entry from the DLQ, handing nothing back (`club dlq discard`).
+    False when it was gone already (a racing replay or discard took it)."""
     try:
         await js.delete_msg(DLQ_STREAM, entry.dlq_seq)
     except APIError as error:
         if error.err_code not in ALREADY_DELETED:
             raise
-    return not ack.duplicate
+        return False
+    return True
 
 
 def _entry(raw: RawStreamMsg) -> DeadLetter:

@@ -6,6 +6,12 @@ in a bounded pack at a bounded rate so that it cannot flood the provider it fail
 against, it can be stopped, and it leaves a record of who did what and why. The
 record is written first (`running`) and completed at the end (`finished`,
 `stopped` or `failed`), with the DLQ sequence numbers it handed back.
+
+A replay can pick entries (ReplayRequest.only: a piece of the reason, the event
+type, event ids; kept in `dlq_replay_filters`), and holds back the notifications'
+entries first failed longer ago than the e-mail provider keeps an idempotency key:
+sent again, one of those might be sent twice. A discard removes entries without
+handing them back, audited in `dlq_discards`.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
 import sqlalchemy as sa
@@ -23,13 +30,16 @@ from adapters.nats.dlq import (
     dead_lettered,
     dead_letters,
     hand_back,
+    remove,
     replay_durable,
 )
 from adapters.nats.streams import REPLAY_STREAM
-from adapters.postgres.tables import dlq_replays
+from adapters.postgres.tables import dlq_discards, dlq_replay_filters, dlq_replays
 from adapters.reasons import one_line
 from application.console_reads import (
     DeadLetter,
+    DiscardReport,
+    DiscardRequest,
     NotReplayableError,
     ReplayReport,
     ReplayRequest,
@@ -72,6 +82,12 @@ class JetStreamDeadLetters:
             self._js, self._engine, request, stop=stop, progress=progress
         )
 
+    async def discard(self, request: DiscardRequest) -> DiscardReport:
+        if self._engine is None:
+            msg = "a discard keeps an audit record: it needs the database"
+            raise RuntimeError(msg)
+        return await discard(self._js, self._engine, request)
+
 
 async def replay(
     js: JetStreamContext,
@@ -85,9 +101,11 @@ async def replay(
     replay_id = uuid4()
     await asyncio.to_thread(_begin, engine, replay_id, request)
     matched: list[DeadLetter] = []
+    held: list[DeadLetter] = []
     handed: list[int] = []
     outcome = "finished"
     interval = 1.0 / request.rate_per_s
+    now = datetime.now(UTC)
     try:
         async for entry in dead_letters(js, request.consumer):
             if len(matched) >= request.batch:
@@ -95,6 +113,11 @@ async def replay(
             if stop is not None and stop.is_set():
                 outcome = "stopped"
                 break
+            if not request.only.matches(entry):
+                continue
+            if request.held_back(entry, now):
+                held.append(entry)
+                continue
             matched.append(entry)
             if request.dry_run:
                 continue
@@ -108,11 +131,46 @@ async def replay(
         raise
     finally:
         await asyncio.shield(
-            asyncio.to_thread(_finish, engine, replay_id, matched, handed, outcome)
+            asyncio.to_thread(
+                _finish, engine, replay_id, matched, handed, outcome, held=held
+            )
         )
     return ReplayReport(
-        replay_id=replay_id, matched=matched, replayed=len(handed), outcome=outcome
+        replay_id=replay_id,
+        matched=matched,
+        replayed=len(handed),
+        outcome=outcome,
+        held_back=held,
     )
+
+
+async def discard(
+    js: JetStreamContext, engine: sa.Engine, request: DiscardRequest
+) -> DiscardReport:
+    """Remove the matching entries from the DLQ, handing nothing back; the audit
+    record is written first (`running`) and says at the end which went."""
+    discard_id = uuid4()
+    await asyncio.to_thread(_begin_discard, engine, discard_id, request)
+    matched: list[DeadLetter] = []
+    removed: list[DeadLetter] = []
+    outcome = "finished"
+    try:
+        async for entry in dead_letters(js, request.consumer):
+            if not (request.everything or request.only.matches(entry)):
+                continue
+            matched.append(entry)
+            if not request.dry_run and await remove(js, entry):
+                removed.append(entry)
+    except BaseException:
+        outcome = "failed"
+        raise
+    finally:
+        await asyncio.shield(
+            asyncio.to_thread(
+                _finish_discard, engine, discard_id, matched, removed, outcome
+            )
+        )
+    return DiscardReport(discard_id=discard_id, matched=matched, discarded=len(removed))
 
 
 async def _check_replayable(js: JetStreamContext, consumer: str) -> None:
@@ -143,6 +201,13 @@ def _begin(engine: sa.Engine, replay_id: UUID, request: ReplayRequest) -> None:
                 outcome="running",
             )
         )
+        conn.execute(
+            sa.insert(dlq_replay_filters).values(
+                replay_id=replay_id,
+                filters=request.only.recorded(),
+                past_key_lifetime=request.past_key_lifetime,
+            )
+        )
 
 
 def _finish(
@@ -151,6 +216,8 @@ def _finish(
     matched: list[DeadLetter],
     handed: list[int],
     outcome: str,
+    *,
+    held: list[DeadLetter],
 ) -> None:
     with engine.begin() as conn:
         conn.execute(
@@ -160,6 +227,50 @@ def _finish(
                 matched=len(matched),
                 replayed=len(handed),
                 dlq_seqs=handed,
+                outcome=outcome,
+                finished_at=sa.func.now(),
+            )
+        )
+        conn.execute(
+            sa.update(dlq_replay_filters)
+            .where(dlq_replay_filters.c.replay_id == replay_id)
+            .values(held_back=len(held), held_back_ids=[e.event_id for e in held])
+        )
+
+
+def _begin_discard(
+    engine: sa.Engine, discard_id: UUID, request: DiscardRequest
+) -> None:
+    with engine.begin() as conn:
+        conn.execute(
+            sa.insert(dlq_discards).values(
+                discard_id=discard_id,
+                operator=one_line(request.operator),
+                reason=one_line(request.reason),
+                consumer=request.consumer,
+                dry_run=request.dry_run,
+                filters=request.only.recorded() | {"all": request.everything},
+                outcome="running",
+            )
+        )
+
+
+def _finish_discard(
+    engine: sa.Engine,
+    discard_id: UUID,
+    matched: list[DeadLetter],
+    removed: list[DeadLetter],
+    outcome: str,
+) -> None:
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(dlq_discards)
+            .where(dlq_discards.c.discard_id == discard_id)
+            .values(
+                matched=len(matched),
+                discarded=len(removed),
+                event_ids=[e.event_id for e in removed],
+                dlq_seqs=[e.dlq_seq for e in removed],
                 outcome=outcome,
                 finished_at=sa.func.now(),
             )

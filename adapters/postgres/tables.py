@@ -193,3 +193,42 @@ inbox_horizons = sa.Table(
     sa.Column("occurred_before", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
 )
+
+# What a `club dlq replay` was told to pick (a row per replay in `dlq_replays`,
+# added beside it so an existing database gains it at `club migrate`): its filters,
+# and the entries it held back past the e-mail provider's key lifetime.
+dlq_replay_filters = sa.Table(
+    "dlq_replay_filters",
+    metadata,
+    sa.Column(
+        "replay_id",
+        UUID(as_uuid=True),
+        sa.ForeignKey("dlq_replays.replay_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("filters", JSONB, nullable=False),  # {"because", "type", "ids"}
+    sa.Column("past_key_lifetime", sa.Boolean, nullable=False),
+    sa.Column("held_back", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("held_back_ids", JSONB, nullable=False, server_default="[]"),
+)
+
+# Every `club dlq discard`: entries removed from the DLQ without being handed back.
+# Who (the OS user, or "ops-page"), why, which (the filters or all), how many and
+# which event ids; a dry run leaves a row too, with nothing discarded.
+dlq_discards = sa.Table(
+    "dlq_discards",
+    metadata,
+    sa.Column("discard_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("operator", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("consumer", sa.Text, nullable=False),
+    sa.Column("dry_run", sa.Boolean, nullable=False),
+    sa.Column("filters", JSONB, nullable=False),  # {"because", "type", "ids", "all"}
+    sa.Column("matched", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("discarded", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("event_ids", JSONB, nullable=False, server_default="[]"),
+    sa.Column("dlq_seqs", JSONB, nullable=False, server_default="[]"),
+    sa.Column("outcome", sa.Text, nullable=False),  # running|finished|failed
+    sa.Column("started_at", sa.DateTime(timezone=True), server_default=now),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+)

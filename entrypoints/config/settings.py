@@ -16,6 +16,7 @@ import attrs
 from adapters.nats.streams import DUPLICATE_WINDOW_S, StreamRetention
 from adapters.providers.http_client import check_proxy
 from application import retention
+from application.console_reads import DEFAULT_KEY_LIFETIME_S
 from application.contracts.events import READERS
 from application.dlq_owners import RELAY_DLQ, DlqOwners, OwnerRulesError
 from application.retention import Retention, RetentionError
@@ -81,6 +82,9 @@ class Settings:
     # forwarded_allow_ips); "" believes nobody's.
     trusted_proxies: str = ""
     allowed_hosts: frozenset[str] = attrs.Factory(lambda: default_hosts("127.0.0.1"))
+    # How long the e-mail provider remembers an idempotency key: a notification's
+    # dead letter first failed longer ago is held back from a replay (may send twice).
+    email_key_lifetime_s: float = DEFAULT_KEY_LIFETIME_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -124,6 +128,7 @@ class Settings:
             allowed_hosts=parse_hosts(env.get("CLUB_ALLOWED_HOSTS", ""))
             or default_hosts(env.get("CLUB_HTTP_HOST", "127.0.0.1")),
             retention=_retention(env),
+            email_key_lifetime_s=_key_lifetime(env),
         )
 
     def require_services(self) -> tuple[str, str]:
@@ -247,6 +252,19 @@ def _retention(env: Mapping[str, str]) -> Retention:
     if problem := chosen.problem(DUPLICATE_WINDOW_S):
         raise ConfigError(problem)
     return chosen
+
+
+KEY_LIFETIME = "CLUB_EMAIL_KEY_LIFETIME"
+
+
+def _key_lifetime(env: Mapping[str, str]) -> float:
+    """A duration like the retentions': `24h`, `1d`, `90m`, `600s`."""
+    try:
+        return retention.duration(
+            KEY_LIFETIME, env.get(KEY_LIFETIME), DEFAULT_KEY_LIFETIME_S
+        )
+    except RetentionError as e:
+        raise ConfigError(str(e)) from None
 
 
 def stream_retention(chosen: Retention) -> StreamRetention:

@@ -26,6 +26,7 @@ import attrs
 import structlog
 from fastapi import Depends, HTTPException, Request
 
+from application.console_reads import DEFAULT_KEY_LIFETIME_S
 from application.retention import Retention
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.ops.session import (
@@ -54,6 +55,8 @@ class OpsConfig:
     retention: Retention | None = None  # shown beside each store's size
     exports_dir: Path | None = None  # its files counted with the stores
     public_url: str = ""  # where browsers reach the page (CLUB_PUBLIC_URL)
+    # A replay holds back notifications first failed longer ago than this.
+    email_key_lifetime_s: float = DEFAULT_KEY_LIFETIME_S
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpsConfig:
@@ -64,6 +67,7 @@ class OpsConfig:
             retention=settings.retention,
             exports_dir=exports_dir(settings.data_dir),
             public_url=settings.public_url,
+            email_key_lifetime_s=settings.email_key_lifetime_s,
         )
 
     def chain_options(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`club dlq list` and `club dlq replay`: the dead-letter queue as people run it."""
+"""`club dlq list|replay|discard`: the dead-letter queue as people run it."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters.nats.streams import connect
+from application import retention
 from application.console_reads import (
     DeadLetter,
+    DiscardReport,
+    DiscardRequest,
+    DlqFilter,
     NotReplayableError,
     ReplayReport,
     ReplayRequest,
@@ -26,7 +30,7 @@ from application.console_reads import (
 )
 from application.ports import DeadLetterQueue
 from entrypoints.config.container import Container
-from entrypoints.config.settings import ConfigError, Settings
+from entrypoints.config.settings import KEY_LIFETIME, ConfigError, Settings
 from entrypoints.ops.operator_command import OpenContainer
 from entrypoints.ops.terminal import OperatorConsole
 
@@ -39,7 +43,9 @@ def add_commands(
     open_container: OpenContainer,
     queue_of: DeadLetterQueueOf,
 ) -> None:
-    dlq = sub.add_parser("dlq", help="dead letters: list them, replay them")
+    dlq = sub.add_parser(
+        "dlq", help="dead letters: list them, replay them, discard them"
+    )
     actions = dlq.add_subparsers(required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every entry, oldest first")
     listing.add_argument("--consumer", metavar="C", help="only this consumer's")
@@ -59,8 +65,67 @@ def add_commands(
     again.add_argument(
         "--reason", default="", metavar="TEXT", help="why (kept in the audit record)"
     )
+    _add_filters(again)
+    again.add_argument(
+        "--past-key-lifetime",
+        action="store_true",
+        help=f"send the --id entries held back past {KEY_LIFETIME} anyway",
+    )
     again.set_defaults(
         run=functools.partial(replay_command, open=open_container, queue_of=queue_of)
+    )
+    drop = actions.add_parser(
+        "discard", help="remove entries from the DLQ without handing them back"
+    )
+    drop.add_argument("--consumer", metavar="C", required=True)
+    _add_filters(drop)
+    drop.add_argument(
+        "--all", action="store_true", help="every one of the consumer's entries"
+    )
+    drop.add_argument(
+        "--reason", default="", metavar="TEXT", help="why (required; audited)"
+    )
+    drop.add_argument("--dry-run", action="store_true", help="show, discard nothing")
+    drop.set_defaults(
+        run=functools.partial(discard_command, open=open_container, queue_of=queue_of)
+    )
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--because",
+        default="",
+        metavar="SUBSTRING",
+        help="only entries whose recorded reason contains it (any case)",
+    )
+    parser.add_argument(
+        "--type",
+        default="",
+        metavar="EventName",
+        help="only entries of this event type (from the original subject)",
+    )
+    parser.add_argument(
+        "--id",
+        action="append",
+        default=[],
+        metavar="EVENT_ID",
+        dest="ids",
+        help="only this event's entry (repeat for more)",
+    )
+
+
+def _filter(args: argparse.Namespace) -> DlqFilter:
+    if args.type and not args.type.isidentifier():
+        msg = (
+            f"--type names one event type, like EnrollmentConfirmed, not"
+            f" {args.type!r} (see `club dlq list` for the entries' subjects)"
+        )
+        raise ConfigError(msg)
+    ids = [i.strip() for i in args.ids]
+    if any(not i for i in ids):
+        raise ConfigError("--id takes an event id (see `club dlq list`), not ''")
+    return DlqFilter(
+        because=args.because.strip(), event_type=args.type, event_ids=frozenset(ids)
     )
 
 
@@ -93,7 +158,6 @@ def replay_command(
     open: OpenContainer,
     queue_of: DeadLetterQueueOf,
 ) -> int:
-    database_url, nats_url = settings.operator_services()
     reason = args.reason or ("dry run" if args.dry_run else "")
     try:
         request = ReplayRequest(
@@ -103,9 +167,13 @@ def replay_command(
             batch=args.batch,
             rate_per_s=args.rate,
             dry_run=args.dry_run,
+            only=_filter(args),
+            key_lifetime_s=settings.email_key_lifetime_s,
+            past_key_lifetime=args.past_key_lifetime,
         )
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    database_url, nats_url = settings.operator_services()
     console = OperatorConsole()
     container = open(database_url)
     try:
@@ -122,7 +190,80 @@ def replay_command(
     )
     if request.dry_run and report.matched:
         console.print(_table(report.matched, "would be handed back"))
+    if report.held_back:
+        _say_held_back(console, request, report.held_back)
     return 0 if report.outcome in ("finished", "stopped") else 1
+
+
+def _say_held_back(
+    console: OperatorConsole, request: ReplayRequest, held: list[DeadLetter]
+) -> None:
+    """How many, why, and what the operator can do about them."""
+    lifetime = retention.shown(request.key_lifetime_s)
+    consumer = request.consumer
+    console.print(
+        f"held back {len(held)} of {consumer}'s dead letters: they first failed"
+        f" more than {lifetime} ago ({KEY_LIFETIME}), and the e-mail provider"
+        " forgets an idempotency key after that, so sending again could send"
+        " twice."
+    )
+    console.print(_table(held, "held back"))
+    console.print(
+        "Check each on the provider's dashboard; then, to send one anyway:"
+        f" club dlq replay --consumer {consumer} --id EVENT_ID --past-key-lifetime"
+        f" --reason TEXT; or drop it: club dlq discard --consumer {consumer}"
+        " --id EVENT_ID --reason TEXT"
+    )
+
+
+def discard_command(
+    settings: Settings,
+    args: argparse.Namespace,
+    *,
+    open: OpenContainer,
+    queue_of: DeadLetterQueueOf,
+) -> int:
+    try:
+        request = DiscardRequest(
+            consumer=args.consumer,
+            operator=getpass.getuser(),
+            reason=args.reason,
+            only=_filter(args),
+            everything=args.all,
+            dry_run=args.dry_run,
+        )
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    database_url, nats_url = settings.operator_services()
+    console = OperatorConsole()
+    container = open(database_url)
+    try:
+        report = asyncio.run(_discard(container, queue_of, nats_url, request))
+    finally:
+        container.close()
+    verb = "would discard" if request.dry_run else "discarded"
+    count = len(report.matched) if request.dry_run else report.discarded
+    console.print(
+        f"{verb} {count} of {args.consumer}'s dead letters; audit record"
+        f" {report.discard_id}"
+    )
+    if report.matched:
+        title = "would be discarded" if request.dry_run else "discarded"
+        console.print(_table(report.matched, title))
+    return 0
+
+
+async def _discard(
+    container: Container,
+    queue_of: DeadLetterQueueOf,
+    nats_url: str,
+    request: DiscardRequest,
+) -> DiscardReport:
+    nc = await connect(nats_url, name="club-dlq-discard")
+    try:
+        return await queue_of(nc.jetstream(), container).discard(request)
+    finally:
+        await nc.close()
 
 
 async def _collect(

@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from adapters.metrics import DLQ_MESSAGES, DLQ_OLDEST_AGE
+from adapters.metrics import DLQ_EXPIRING, DLQ_MESSAGES, DLQ_OLDEST_AGE
 from entrypoints.ops.reads import app_reads
 from entrypoints.ops.status_metrics import refresh_chain_gauges
 
@@ -35,6 +35,8 @@ async def _refresh_dlq_gauges(state: Any) -> None:
         return
     DLQ_MESSAGES.clear()
     DLQ_OLDEST_AGE.clear()
+    DLQ_EXPIRING.clear()
     for hop in hops:
         DLQ_MESSAGES.labels(consumer=hop.consumer).set(hop.messages)
         DLQ_OLDEST_AGE.labels(consumer=hop.consumer).set(hop.oldest_age_seconds)
+        DLQ_EXPIRING.labels(consumer=hop.consumer).set(hop.expiring)

@@ -156,7 +156,7 @@ async def dry_run(request: Request, config: OpsConfigDep) -> Response:
     if refused is not None:
         return refused
     try:
-        report = await _replay(reads, form, batch=MAX_BATCH, dry_run=True)
+        report = await _replay(reads, form, config, batch=MAX_BATCH, dry_run=True)
     except NotReplayableError as e:
         return _bad_form(str(e))
     return HTMLResponse(
@@ -173,7 +173,7 @@ async def dry_run(request: Request, config: OpsConfigDep) -> Response:
 
 
 @protected.post("/dlq/replay")
-async def confirm_replay(request: Request) -> Response:
+async def confirm_replay(request: Request, config: OpsConfigDep) -> Response:
     """Hand back at most as many as the dry run showed, through the same code as
     `club dlq replay`; then show the audit record (a reload cannot replay again)."""
     form = await _form(request)
@@ -187,13 +187,14 @@ async def confirm_replay(request: Request) -> Response:
     if refused is not None:
         return refused
     try:
-        report = await _replay(reads, form, batch=int(batch), dry_run=False)
+        report = await _replay(reads, form, config, batch=int(batch), dry_run=False)
     except NotReplayableError as e:
         return _bad_form(str(e))
     log.info(
         "ops.page_replayed",
         consumer=form["consumer"],
         replayed=report.replayed,
+        held_back=len(report.held_back),
         replay_id=str(report.replay_id),
     )
     return RedirectResponse(f"/ops/?replay={report.replay_id}", status_code=303)
@@ -301,10 +302,12 @@ def _bad_form(text: str) -> Response:
 async def _replay(
     reads: ConsoleReads,
     form: dict[str, str],
+    config: OpsConfig,
     *,
     batch: int,
     dry_run: bool,
 ) -> ReplayReport:
+    """Never past the e-mail provider's key lifetime: those are `club dlq`'s."""
     request = ReplayRequest(
         consumer=form["consumer"],
         operator=OPERATOR,
@@ -312,6 +315,7 @@ async def _replay(
         batch=batch,
         rate_per_s=RATE_PER_S,
         dry_run=dry_run,
+        key_lifetime_s=config.email_key_lifetime_s,
     )
     return await reads.dead_letters.replay(request)
 

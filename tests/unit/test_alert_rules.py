@@ -59,6 +59,7 @@ def test_the_alerts_cover_the_chains_bad_days() -> None:
     alerts = {str(rule["alert"]) for rule in _rules()}
     assert {
         "ClubDeadLetters",
+        "ClubDeadLettersExpiring",
         "ClubConfirmationLate",
         "ClubRelayBehind",
         "ClubRoleMissing",
