@@ -87,6 +87,12 @@ DELIVERY_ETA = Gauge(
     "with measured rates (+Inf: the queue never drains).",
     ["queue"],
 )
+ROLES_ALIVE = Gauge(
+    "club_roles_alive",
+    "Processes of a role whose heartbeat is younger than three beats (role_beats): "
+    "0 is a fact, not a guess. Alert when the notifications worker's is 0.",
+    ["kind", "name"],
+)
 
 # Counted where they happen, in the role that does the work: each background role
 # serves its own /metrics (entrypoints/runtime/metrics_server.py), the API its own.

@@ -17,6 +17,9 @@ from uuid import UUID
 import attrs
 
 RATE_WINDOW_S = 60.0  # rates are what happened over the last minute
+# Each role stamps its heartbeat this often; one silent for three beats is not alive.
+BEAT_INTERVAL_S = 5.0
+ALIVE_WITHIN_S = 3 * BEAT_INTERVAL_S
 
 
 # The chain, hop by hop: the database's side.
@@ -56,6 +59,18 @@ class DeadlinesHop:
     scheduled: int
     overdue: int
     oldest_overdue_seconds: float | None
+
+
+@attrs.frozen(kw_only=True)
+class RoleBeat:
+    """A running role's last heartbeat: one per process (`instance`)."""
+
+    kind: str  # api | relay | projector | worker | saga | trim
+    name: str  # the projection or work class ("" for the others)
+    instance: str  # host:pid:random
+    host: str
+    pid: int
+    last_beat_seconds_ago: float
 
 
 # The chain, hop by hop: the broker's side.

@@ -18,6 +18,7 @@ import attrs
 from eventsourcing.persistence import Notification as StoredNotification
 
 from application.console_reads import (
+    ALIVE_WITHIN_S,
     RATE_WINDOW_S,
     ConfirmedTotals,
     ConsumerHop,
@@ -36,6 +37,7 @@ from application.console_reads import (
     Rates,
     ReplayReport,
     ReplayRequest,
+    RoleBeat,
     StateCount,
     StreamSize,
 )
@@ -210,6 +212,9 @@ class ChainCounts(Protocol):
     def inbox_horizons(self) -> dict[str, datetime]: ...
     def projection_positions(self) -> dict[str, int]: ...
     def saga_deadlines(self) -> DeadlinesHop | None: ...
+    def roles_alive(self, within_seconds: float = ALIVE_WITHIN_S) -> list[RoleBeat]:
+        """The roles whose heartbeat is younger than `within_seconds`."""
+        ...
 
 
 class ChainLags(Protocol):

@@ -16,6 +16,7 @@ from eventsourcing.persistence import ApplicationRecorder, Mapper
 from eventsourcing.postgres import PostgresApplicationRecorder
 
 from adapters.postgres.lease import RELAY_LEASE
+from adapters.postgres.role_beats import RoleBeats
 from adapters.postgres.tables import (
     consumer_positions,
     inbox,
@@ -25,10 +26,12 @@ from adapters.postgres.tables import (
     request_answers,
 )
 from application.console_reads import (
+    ALIVE_WITHIN_S,
     RATE_WINDOW_S,
     DeadlinesHop,
     OutboxHop,
     Rates,
+    RoleBeat,
     StateCount,
 )
 
@@ -203,6 +206,10 @@ class PostgresStatus:
         return DeadlinesHop(
             scheduled=int(row[0]), overdue=int(row[1]), oldest_overdue_seconds=oldest
         )
+
+    def roles_alive(self, within_seconds: float = ALIVE_WITHIN_S) -> list[RoleBeat]:
+        """The roles whose heartbeat is younger than `within_seconds`."""
+        return RoleBeats(self._engine).alive(within_seconds)
 
     def _age_of_first_after(self, position: int) -> float | None:
         """The first few, in case one cannot be decoded (the relay dead-letters

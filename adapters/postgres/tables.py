@@ -194,6 +194,22 @@ inbox_horizons = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
 )
 
+# Each running role's heartbeat (adapters/postgres/role_beats.py): a row per process,
+# stamped with the database's clock every few seconds; a clean stop removes it. A
+# role is alive while its row was stamped within a few beats: `club status` and
+# /ops list those, so "no worker is running" is read, not guessed.
+role_beats = sa.Table(
+    "role_beats",
+    metadata,
+    sa.Column("instance", sa.Text, primary_key=True),  # host:pid:random
+    sa.Column("kind", sa.Text, nullable=False),  # api | relay | projector | ...
+    sa.Column("name", sa.Text, nullable=False),  # the projection or work class
+    sa.Column("host", sa.Text, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("beat_at", sa.DateTime(timezone=True), nullable=False),
+)
+
 # What a `club dlq replay` was told to pick (a row per replay in `dlq_replays`,
 # added beside it so an existing database gains it at `club migrate`): its filters,
 # and the entries it held back past the e-mail provider's key lifetime.

@@ -18,6 +18,7 @@ import attrs
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, REPLAY_STREAM
 from application.capacity import plan, verdict
 from application.console_reads import (
+    ALIVE_WITHIN_S,
     RATE_WINDOW_S,
     ConsumerHop,
     DeadlinesHop,
@@ -25,12 +26,18 @@ from application.console_reads import (
     ExportFilesTally,
     OutboxHop,
     Rates,
+    RoleBeat,
     StateCount,
     StreamSize,
 )
 from application.ports import ChainCounts, ConsoleReads
 from application.retention import Retention
-from entrypoints.config.catalogue import NOTIFICATIONS, PROJECTIONS, WORK_CLASSES
+from entrypoints.config.catalogue import (
+    NOTIFICATIONS,
+    PROJECTIONS,
+    ROLES,
+    WORK_CLASSES,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -100,6 +107,7 @@ class ChainStatus:
     stores: dict[str, int]
     streams: list[StreamSize]
     retained: Retained | None = None  # None: not read (a /metrics scrape)
+    roles: list[RoleBeat] = attrs.Factory(list)  # those that beat in the window
 
     def consumer(self, name: str) -> ConsumerHop | None:
         return next((c for c in self.consumers if c.consumer == name), None)
@@ -124,7 +132,15 @@ async def read_chain(
     consumers = await reads.chain_lags.consumer_hops(durables)
     dlq = await reads.chain_lags.dlq_hops()
     streams = await reads.chain_lags.stream_sizes()
-    (outbox, states, rates, stores, positions, deadlines) = await asyncio.to_thread(
+    (
+        outbox,
+        states,
+        rates,
+        stores,
+        positions,
+        deadlines,
+        roles,
+    ) = await asyncio.to_thread(
         lambda: (
             database.outbox(),
             database.notification_states() if detail else [],
@@ -132,6 +148,7 @@ async def read_chain(
             database.store_sizes() if detail else {},
             database.projection_positions(),
             database.saga_deadlines(),
+            database.roles_alive(ALIVE_WITHIN_S),
         )
     )
     retained = None
@@ -151,6 +168,7 @@ async def read_chain(
         stores=stores,
         streams=streams,
         retained=retained,
+        roles=roles,
     )
 
 
@@ -231,6 +249,15 @@ def as_json(status: ChainStatus) -> dict[str, Any]:
                 "rate_window_seconds": status.rates.window_seconds,
             }
         ),
+        "roles": [
+            {
+                "kind": beat.kind,
+                "name": beat.name,
+                "instance": beat.instance,
+                "last_beat_s_ago": beat.last_beat_seconds_ago,
+            }
+            for beat in status.roles
+        ],
         "stores": {
             "rows": status.stores,
             "streams": {
@@ -287,3 +314,39 @@ def consumer_detail(hop: dict[str, Any]) -> str:
     if hop["position"] is not None:
         detail += f", position {hop['position']}"
     return detail
+
+
+def role_label(kind: str, name: str) -> str:
+    """A role as `club` names it: `worker notifications`, `relay`."""
+    return f"{kind} {name}" if name else kind
+
+
+def roles_alive(shown: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Every role `club up` runs (the sandboxes aside), each with the instances
+    that beat in the window (none: not running), then any other that beats."""
+    alive: dict[str, list[dict[str, Any]]] = {
+        role_label(role.kind, role.name): [] for role in ROLES if role.kind != "sandbox"
+    }
+    for beat in shown["roles"]:
+        alive.setdefault(role_label(beat["kind"], beat["name"]), []).append(beat)
+    return alive
+
+
+def stalled_fact(shown: dict[str, Any]) -> str | None:
+    """Work waits and nothing finished: whether a notifications worker runs, as
+    its heartbeat says (None: the queue is not stalled)."""
+    if not shown["delivery"]["stalled"]:
+        return None
+    label = role_label("worker", NOTIFICATIONS)
+    workers = len(roles_alive(shown)[label])
+    if not workers:
+        return (
+            f"Nothing finished while work waits: no {NOTIFICATIONS} worker has "
+            f"beaten in the last {ALIVE_WITHIN_S:.0f} s: none is running "
+            f"(`club {label}`)."
+        )
+    return (
+        f"Nothing finished while work waits, yet {workers} {NOTIFICATIONS} "
+        f"worker{'' if workers == 1 else 's'} beat: stuck on the e-mail provider "
+        "or the database (its log, `club dlq list`)?"
+    )

@@ -17,7 +17,7 @@ from html import escape
 import attrs
 
 from application.console_reads import DeadLetter
-from entrypoints.ops.view import DlqGroup, HopRow, Verdict, seconds
+from entrypoints.ops.view import DlqGroup, HopRow, RoleRow, Verdict, seconds
 
 REFRESH_S = 5
 CHART_W, CHART_H = 180, 34
@@ -118,6 +118,7 @@ class StatusView:
     dlq: list[DlqGroup]
     csrf: str
     replayed: ReplayRecord | None = None
+    roles: list[RoleRow] = attrs.Factory(list)
 
 
 def _page(title: str, body: str, *, script: bool = False) -> str:
@@ -163,6 +164,7 @@ def status_page(view: StatusView) -> str:
         + _banner(view.replayed)
         + _verdict(view.verdict)
         + _hops(view.rows, view.charts)
+        + _roles(view.roles)
         + _dead_letters(view.dlq, view.csrf)
         + "</main><footer>Refreshes every "
         f"{REFRESH_S} s, paused while you type. The same data as "
@@ -292,6 +294,26 @@ def _hops(rows: Iterable[HopRow], charts: dict[str, list[tuple[float, float]]]) 
         "<section id='hops'><h2>The chain, hop by hop</h2><table><thead><tr>"
         "<th>hop</th><th>count</th><th>oldest</th><th>lag</th>"
         "<th>oldest age, last hour</th><th>detail</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></section>"
+    )
+
+
+def _roles(rows: Iterable[RoleRow]) -> str:
+    body = "".join(
+        f"<tr data-role='{escape(row.role)}'"
+        + (" class='waiting'>" if row.last_beat_seconds is None else ">")
+        + f"<th scope='row'>{escape(row.role)}</th>"
+        + (
+            "<td class='beat'>—</td><td class='detail'>none running</td></tr>"
+            if row.last_beat_seconds is None
+            else f"<td class='beat'>{escape(seconds(row.last_beat_seconds))} ago</td>"
+            f"<td class='detail instance'>{escape(row.instance)}</td></tr>"
+        )
+        for row in rows
+    )
+    return (
+        "<section id='roles'><h2>Roles alive</h2><table><thead><tr>"
+        "<th>role</th><th>last beat</th><th>instance</th></tr></thead>"
         f"<tbody>{body}</tbody></table></section>"
     )
 

@@ -62,7 +62,7 @@ from entrypoints.ops.session import (
     csrf_token,
     new_session_cookie,
 )
-from entrypoints.ops.view import dlq_groups, hop_ages, hop_rows, verdict
+from entrypoints.ops.view import dlq_groups, hop_ages, hop_rows, role_rows, verdict
 
 log = structlog.get_logger()
 
@@ -134,8 +134,9 @@ async def page(
     entries = await reads.dead_letters.entries(limit=READ_LIMIT)
     view = StatusView(
         at=chain.at,
-        verdict=verdict(shown["delivery"]),
+        verdict=verdict(shown["delivery"], shown["roles"]),
         rows=rows,
+        roles=role_rows(shown),
         charts={row.key: history.series(row.key) for row in rows},
         dlq=dlq_groups(shown, entries, chain.at),
         csrf=_csrf(request, config),

@@ -28,6 +28,8 @@ from entrypoints.ops.chain_status import (
     as_json,
     consumer_detail,
     read_chain,
+    roles_alive,
+    stalled_fact,
 )
 from entrypoints.ops.operator_command import (
     OpenContainer,
@@ -126,14 +128,16 @@ async def _show(
 def render(status: ChainStatus) -> Group:
     shown = as_json(status)
     return Group(
-        _verdict(shown["delivery"]),
+        _verdict(shown),
         _hops(shown),
+        _roles(shown),
         _states(shown["work_classes"]["notifications"].get("states", [])),
         _stores(shown["stores"]),
     )
 
 
-def _verdict(delivery: dict[str, Any]) -> Text:
+def _verdict(shown: dict[str, Any]) -> Text:
+    delivery = shown["delivery"]
     verdict = delivery["verdict"]
     style = "bold green" if verdict == "on time" else "bold red"
     rate = "measured" if delivery["service_measured"] else "assumed: none finished"
@@ -150,9 +154,29 @@ def _verdict(delivery: dict[str, Any]) -> Text:
         + ("never" if drain is None else f"in {_s(drain)}")
         + ("" if delivery["service_measured"] else " at the assumed rate")
     )
-    if delivery["stalled"]:
-        text.append("\nNothing finished while work waits: is a worker running?")
+    fact = stalled_fact(shown)
+    if fact is not None:
+        text.append(f"\n{fact}")
     return text
+
+
+def _roles(shown: dict[str, Any]) -> Table:
+    """Each role and the processes of it that beat in the window: a role without
+    one is not running."""
+    table = Table(title="Roles alive", title_justify="left")
+    for column in ("role", "alive", "last beat", "instance"):
+        table.add_column(column, justify="right" if column == "alive" else "left")
+    for role, beats in roles_alive(shown).items():
+        if not beats:
+            table.add_row(role, "0", "-", "none running", style="red")
+        for beat in beats:
+            table.add_row(
+                role,
+                str(len(beats)),
+                f"{_s(beat['last_beat_s_ago'])} ago",
+                beat["instance"],
+            )
+    return table
 
 
 def _hops(shown: dict[str, Any]) -> Table:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import Counter
 from typing import Any
 
 import structlog
@@ -19,9 +20,10 @@ from adapters.metrics import (
     QUEUE_LENGTH,
     QUEUE_OLDEST_AGE,
     RELAY_LAG,
+    ROLES_ALIVE,
     SAGA_DEADLINES,
 )
-from entrypoints.config.catalogue import WORK_CLASSES
+from entrypoints.config.catalogue import ROLES, WORK_CLASSES
 from entrypoints.ops.access import config_of
 from entrypoints.ops.chain_status import ChainStatus, read_chain
 from entrypoints.ops.reads import app_reads
@@ -82,3 +84,14 @@ def set_chain_gauges(status: ChainStatus) -> None:
     delivery = status.delivery
     eta = delivery.eta_seconds if delivery.drains else math.inf
     DELIVERY_ETA.labels(queue=delivery.queue).set(eta)
+    set_roles_alive(status)
+
+
+def set_roles_alive(status: ChainStatus) -> None:
+    """Every role `club up` runs has its gauge, 0 while none of it beats."""
+    alive = Counter((beat.kind, beat.name) for beat in status.roles)
+    for role in ROLES:
+        if role.kind != "sandbox":
+            alive.setdefault((role.kind, role.name), 0)
+    for (kind, name), count in alive.items():
+        ROLES_ALIVE.labels(kind=kind, name=name).set(count)

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from application.console_reads import DeadLetter
-from entrypoints.ops.chain_status import consumer_detail
+from entrypoints.ops.chain_status import consumer_detail, roles_alive, stalled_fact
 
 ON_TIME = "on time"
 NEVER_DRAINS = "never drains"
@@ -30,6 +30,13 @@ class HopRow:
     oldest_seconds: float | None  # None: nothing waits
     lag: str  # events and seconds behind, where the hop has a lag
     detail: str
+
+
+@attrs.frozen(kw_only=True)
+class RoleRow:
+    role: str  # as `club` names it: worker notifications
+    instance: str  # "" for a role none of whose processes beats
+    last_beat_seconds: float | None  # None: none beats
 
 
 @attrs.frozen(kw_only=True)
@@ -82,8 +89,9 @@ def rate(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def verdict(delivery: dict[str, Any]) -> Verdict:
-    """The promise to a student enrolling now, kept or broken, in one sentence."""
+def verdict(delivery: dict[str, Any], roles: list[dict[str, Any]]) -> Verdict:
+    """The promise to a student enrolling now, kept or broken, in one sentence;
+    `roles`: those alive, which say whether a stalled queue has a worker."""
     said = str(delivery["verdict"])
     eta, promise = delivery["eta_seconds"], delivery["promise_seconds"]
     arrival, service = delivery["arrival_per_s"], delivery["service_per_s"]
@@ -108,8 +116,9 @@ def verdict(delivery: dict[str, Any]) -> Verdict:
         f"last {seconds(delivery['rate_window_seconds'])}); the queue drains "
         + ("never." if drain is None else f"in {seconds(drain)}."),
     ]
-    if delivery["stalled"]:
-        details.append("Nothing finished while work waits: is a worker running?")
+    fact = stalled_fact({"delivery": delivery, "roles": roles})
+    if fact is not None:
+        details.append(fact)
     return Verdict(on_time=said == ON_TIME, headline=headline, details=details)
 
 
@@ -165,6 +174,22 @@ def hop_rows(shown: dict[str, Any]) -> list[HopRow]:
             key="dlq", label="DLQ", count=0, oldest_seconds=None, lag="", detail="empty"
         )
     ]
+    return rows
+
+
+def role_rows(shown: dict[str, Any]) -> list[RoleRow]:
+    """Each role with its live instances, one row each; a role with none, one row
+    that says so."""
+    rows = []
+    for role, beats in roles_alive(shown).items():
+        rows += [
+            RoleRow(
+                role=role,
+                instance=beat["instance"],
+                last_beat_seconds=beat["last_beat_s_ago"],
+            )
+            for beat in beats
+        ] or [RoleRow(role=role, instance="", last_beat_seconds=None)]
     return rows
 
 

@@ -37,17 +37,22 @@ def create_app(
     rate_limit: CallerLimit | None = None,
     allowed_hosts: frozenset[str] | None = None,
     metrics: MetricsServer | None = None,
+    beat: Beside | None = None,
 ) -> FastAPI:
     """`ops`: the operator token and promise for /ops/* (None: from CLUB_* on first
     use); `metrics`: where the process's /metrics is served (None: nowhere; never
-    on the public port); the rest as `create_api`."""
+    on the public port); `beat`: the process's heartbeat while it serves (None:
+    none); the rest as `create_api`."""
+    beside: list[Beside] = [] if metrics is None else [_serving(metrics)]
+    if beat is not None:
+        beside.append(beat)
     return create_api(
         container,
         nats_url,
         verifier=verifier,
         rate_limit=rate_limit,
         allowed_hosts=allowed_hosts,
-        also_running=() if metrics is None else (_serving(metrics),),
+        also_running=beside,
         deadline_seconds=deadline_seconds,
         data_dir=data_dir,
         hold_seconds=hold_seconds,

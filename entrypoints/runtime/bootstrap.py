@@ -10,6 +10,7 @@ starts it, the broker's users are made for it, the CLI names its choices from it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from typing import Any, Protocol
@@ -38,6 +39,7 @@ from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.rebuild import Rebuild
 from adapters.postgres.replays import SqlReplayAudits
 from adapters.postgres.retention import PostgresTrim, create_retention_indexes
+from adapters.postgres.role_beats import RoleBeats
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.postgres.students import SqlStudentDirectory
 from adapters.postgres.webhooks import WebhookLog
@@ -64,6 +66,7 @@ from entrypoints.runtime.console_wiring import (
     console_reads,
     dead_letter_queue,
 )
+from entrypoints.runtime.heartbeat import heartbeat
 from entrypoints.runtime.metrics_server import API_HIDES, MetricsServer
 from entrypoints.runtime.provider_urls import email_provider
 from entrypoints.runtime.work_classes import WIRING, WorkDeps
@@ -188,7 +191,16 @@ def build_api(settings: Settings, container: Container) -> ASGIApp:
         rate_limit=CallerLimit(settings.rate_limit),
         allowed_hosts=settings.allowed_hosts,
         metrics=api_metrics(settings),
+        beat=lambda _api: beating(container, Role("api")),
     )
+
+
+def beating(
+    container: Container, role: Role
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """The role says it is alive while the block runs: a beat every few seconds
+    in `role_beats`, read by `club status` and /ops (runtime/heartbeat.py)."""
+    return heartbeat(RoleBeats(container.engine), role)
 
 
 def api_metrics(settings: Settings) -> MetricsServer | None:

@@ -124,7 +124,8 @@ async def _serve_saga(settings: Settings) -> None:
             if metrics is not None:
                 metrics.refresh = role_metrics.saga_refresh(container)
             log.info("role.started", role="saga")
-            await runnable.run(stop)
+            async with bootstrap.beating(container, role):
+                await runnable.run(stop)
         finally:
             container.close()
     finally:
@@ -171,7 +172,8 @@ async def _serve_trim(
         return
     try:
         log.info("role.started", role="trim")
-        await bootstrap.build_trim(settings, container).run(stop)
+        async with bootstrap.beating(container, role):
+            await bootstrap.build_trim(settings, container).run(stop)
     finally:
         container.close()
 
@@ -260,7 +262,8 @@ async def _serve(
             if metrics is not None:
                 metrics.refresh = _own_hop(role, container, nc.jetstream(), runnable)
             log.info("role.started", role=" ".join(role.argv))
-            await _run_until_stopped(runnable, stop)
+            async with bootstrap.beating(container, role):
+                await _run_until_stopped(runnable, stop)
         finally:
             await nc.close()
             container.close()

@@ -175,13 +175,18 @@ def test_club_status_prints_the_backlog_and_the_late_verdict(migrated):
     assert "Confirmation e-mail: late by" in shown.stdout
     assert "outbox (stored, unpublished)" in shown.stdout
     assert "work class notifications" in shown.stdout
-    assert "is a worker running?" in shown.stdout
+    # No worker beats: said as a fact, not asked (its heartbeat is read).
+    assert "no notifications worker has beaten in the last 15 s: none is running" in (
+        " ".join(shown.stdout.split())
+    )
+    assert "Roles alive" in shown.stdout
     assert "at the assumed rate" in shown.stdout
     as_document = club(migrated, "status", "--json")
     assert as_document.returncode == 0, as_document.stderr
     document = json.loads(as_document.stdout)
     assert document["delivery"]["verdict"].startswith("late by ")
     assert document["delivery"]["promise_seconds"] == PROMISE_S
+    assert [r for r in document["roles"] if r["kind"] == "worker"] == []
 
 
 def test_club_status_refuses_a_bad_refresh_interval(migrated):

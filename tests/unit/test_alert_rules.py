@@ -63,4 +63,5 @@ def test_the_alerts_cover_the_chains_bad_days() -> None:
         "ClubConfirmationLate",
         "ClubRelayBehind",
         "ClubRoleMissing",
+        "ClubNoWorker",
     } <= alerts

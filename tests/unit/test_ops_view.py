@@ -10,7 +10,7 @@ from typing import Any
 from adapters.nats.dlq import DeadLetter
 from entrypoints.ops import view as ops_view
 from entrypoints.ops.html import StatusView, sparkline, status_page
-from entrypoints.ops.view import dlq_groups, hop_ages, hop_rows, verdict
+from entrypoints.ops.view import dlq_groups, hop_ages, hop_rows, role_rows, verdict
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -77,12 +77,12 @@ def test_the_module_s_examples_hold() -> None:
 
 
 def test_the_verdict_in_plain_words() -> None:
-    on_time = verdict(delivery())
+    on_time = verdict(delivery(), [])
     assert on_time.on_time
     assert on_time.headline == (
         "On time: a student enrolling now gets the e-mail in about 3.0 s (promise 10 s)"
     )
-    late = verdict(delivery(verdict="late by 42 s", eta_seconds=52.0))
+    late = verdict(delivery(verdict="late by 42 s", eta_seconds=52.0), [])
     assert not late.on_time
     assert late.headline.startswith("Late by 42 s: a student enrolling now gets")
     assert "about 52 s (promise 10 s)" in late.headline
@@ -92,18 +92,62 @@ def test_the_verdict_in_plain_words() -> None:
             arrival_per_s=120.0,
             service_per_s=100.0,
             drain_seconds=None,
-        )
+        ),
+        [],
     )
     assert never.headline.startswith("Never drains: arrivals 120/s ≥ service 100/s")
     assert never.details[-1].endswith("the queue drains never.")
 
 
-def test_a_stalled_queue_asks_whether_a_worker_runs() -> None:
-    stalled = verdict(delivery(stalled=True, service_measured=False))
+WORKER_BEAT = {
+    "kind": "worker",
+    "name": "notifications",
+    "instance": "h:7:ab12",
+    "last_beat_s_ago": 2.5,
+}
+
+
+def test_a_stalled_queue_says_whether_a_worker_beats() -> None:
+    stalled = verdict(delivery(stalled=True, service_measured=False), [])
     assert "assumed: none finished" in stalled.details[1]
     assert stalled.details[-1] == (
-        "Nothing finished while work waits: is a worker running?"
+        "Nothing finished while work waits: no notifications worker has beaten in "
+        "the last 15 s: none is running (`club worker notifications`)."
     )
+    beating = verdict(delivery(stalled=True, service_measured=False), [WORKER_BEAT])
+    assert beating.details[-1].startswith(
+        "Nothing finished while work waits, yet 1 notifications worker beat: stuck"
+    )
+    assert not any("beat" in d for d in verdict(delivery(), []).details)
+
+
+def test_every_role_is_listed_and_one_without_a_beat_says_so() -> None:
+    rows = role_rows(shown() | {"roles": [WORKER_BEAT]})
+    by_role = {row.role: row for row in rows}
+    assert {"api", "relay", "projector statistics", "worker notifications"} <= set(
+        by_role
+    )
+    assert not any(row.role.startswith("sandbox") for row in rows)
+    worker = by_role["worker notifications"]
+    assert (worker.instance, worker.last_beat_seconds) == ("h:7:ab12", 2.5)
+    assert (by_role["relay"].instance, by_role["relay"].last_beat_seconds) == (
+        "",
+        None,
+    )
+    page = status_page(
+        StatusView(
+            at=NOW,
+            verdict=verdict(delivery(), []),
+            rows=hop_rows(shown()),
+            roles=rows,
+            charts={},
+            dlq=[],
+            csrf="c",
+        )
+    )
+    assert "<section id='roles'><h2>Roles alive</h2>" in page
+    assert "<tr data-role='relay' class='waiting'>" in page
+    assert "<td class='beat'>2.5 s ago</td>" in page
 
 
 def test_the_hops_in_order_with_their_ages() -> None:
@@ -148,7 +192,7 @@ def test_what_comes_from_outside_is_escaped() -> None:
     page = status_page(
         StatusView(
             at=NOW,
-            verdict=verdict(delivery()),
+            verdict=verdict(delivery(), []),
             rows=hop_rows(status),
             charts={},
             dlq=dlq_groups(status, [letter(1, hostile, 1)], NOW),
