@@ -11,7 +11,8 @@ VERIFIER = TokenVerifier(keys=SharedSecret(TEST_AUTH_SECRET.encode()))
 TEACHER = "teacher-1"  # who schedules the tests' lessons
 
 
-def token(sub: str, *roles: str, ttl_s: float = 3600) -> str:
+def token(sub: str, *roles: str, ttl_s: float = 7 * 86_400) -> str:
+    """Valid for a week: tokens made when the tests load must outlast the suite."""
     return sign(TEST_AUTH_SECRET.encode(), sub=sub, roles=roles, ttl_s=ttl_s)
 
 

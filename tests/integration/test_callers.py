@@ -70,7 +70,12 @@ def test_every_callers_route_needs_a_token(api: TestClient) -> None:
 
 
 def _signed(claims: dict[str, Any], key: Any = TEST_AUTH_SECRET, alg: str = "HS256"):
-    base = {"sub": "ann", "roles": ["admin"], "aud": "club", "exp": time.time() + 60}
+    base = {
+        "sub": "ann",
+        "roles": ["admin"],
+        "aud": "club",
+        "exp": time.time() + 86_400,
+    }
     return {"Authorization": f"Bearer {jwt.encode(base | claims, key, alg)}"}
 
 

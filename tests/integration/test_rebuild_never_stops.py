@@ -37,7 +37,7 @@ def store_lesson_bypassing_the_domain(container, title: str) -> UUID:
         originator_id=lesson_id, originator_version=1,
         timestamp=datetime.now(UTC), originator_topic=get_topic(Lesson),
         title=title, capacity=3, starts_at=datetime(2026, 12, 1, tzinfo=UTC),
-        price_cents=0,
+        price_cents=0, teacher_id=None,
     )  # fmt: skip
     app = container.app
     app.recorder.insert_events([app.mapper.to_stored_event(scheduled)])
