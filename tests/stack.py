@@ -58,6 +58,9 @@ def club_env(database_url: str, nats_url: str, **extra: str) -> dict[str, str]:
         "CLUB_PAYMENT_PROVIDER_URL": f"http://127.0.0.1:{free_port()}",
         "CLUB_PAYMENT_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "CLUB_AUTH_SECRET": TEST_AUTH_SECRET,
+        # The tests' clients are load generators, one caller polling in a loop:
+        # the rate limit has tests of its own (tests/integration/test_callers.py).
+        "CLUB_RATE_LIMIT": "100000/second",
     }
     return role_env(database_url, nats_url, **(ours | extra))
 

@@ -274,6 +274,9 @@ def test_club_status_watch_refreshes_until_stopped(migrated):
     watching = subprocess.Popen(
         [sys.executable, "-m", "entrypoints.cli", "status", "--json", "--watch", "0.3"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # As a terminal's foreground job: a suite started in the background
+        # (`make test &`) hands its children SIGINT ignored, and Ctrl-C then is not.
+        preexec_fn=_interruptible,  # noqa: PLW1509 - only resets one signal
     )  # fmt: skip
     try:
         assert watching.stdout is not None
@@ -285,3 +288,7 @@ def test_club_status_watch_refreshes_until_stopped(migrated):
     assert second["at"] > first["at"]
     assert watching.returncode == 0
     assert "Traceback" not in err
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
