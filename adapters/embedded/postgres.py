@@ -22,6 +22,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -140,16 +141,7 @@ class EmbeddedPostgres:
         if hba.read_text() == PG_HBA:
             return
         trusted = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                conn = psycopg.connect(trusted, connect_timeout=2, autocommit=True)
-                break
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        with conn:
+        with _connected_when_ready(trusted, timeout) as conn:
             conn.execute(
                 sql.SQL("ALTER ROLE postgres PASSWORD {}").format(
                     sql.Literal(self.password())
@@ -160,17 +152,7 @@ class EmbeddedPostgres:
             conn.execute("SELECT pg_reload_conf()")
 
     def _wait_until_accepting(self, timeout: float) -> None:
-        """A listening port may still answer "the database system is starting up"."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                psycopg.connect(self.url, connect_timeout=2).close()
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-            else:
-                return
+        _connected_when_ready(self.url, timeout).close()
 
     def _initdb(self, *, as_nobody: bool) -> None:
         # initdb reads the password from a file the server's user can read, gone
@@ -208,3 +190,16 @@ class EmbeddedPostgres:
         if self._proc is not None:
             stop(self._proc, signal.SIGQUIT if immediate else signal.SIGINT)
             self._proc = None
+
+
+def _connected_when_ready(url: str, timeout: float) -> psycopg.Connection[Any]:
+    """A listening port may still answer "the database system is starting up":
+    tried again until `timeout` (autocommit: a setup statement needs no block)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return psycopg.connect(url, connect_timeout=2, autocommit=True)
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
