@@ -4,10 +4,11 @@ name in `Host`, and is refused before anything else runs."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from entrypoints.http.problems import problem
 
 
 def _host_of(header: bytes) -> str:
@@ -30,22 +31,8 @@ class AllowedHosts:
         if _host_of(header) in self.hosts:
             await self.app(scope, receive, send)
             return
-        body = json.dumps(
-            {
-                "type": "/problems/host-not-allowed",
-                "title": "Host not allowed",
-                "status": 400,
-                "detail": "this API answers to its own names only (CLUB_ALLOWED_HOSTS)",
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 400,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        refused = problem(
+            400, "host-not-allowed", "Host not allowed",
+            "this API answers to its own names only (CLUB_ALLOWED_HOSTS)",
+        )  # fmt: skip
+        await refused(scope, receive, send)
