@@ -25,16 +25,16 @@ from entrypoints.config.container import Container
 from entrypoints.config.settings import ConfigError, Settings
 from entrypoints.runtime import bootstrap, role_metrics
 from entrypoints.runtime.api_workers import api_workers
+from entrypoints.runtime.head_deadline import HEAD_DEADLINE_PROTOCOL
 from entrypoints.runtime.metrics_server import MetricsServer, Refresh, serve_metrics
 
 log = structlog.get_logger()
 
 
 # What one API process holds for clients it does not know: at most this many
-# connections and requests at once (then 503 at once, not a queue that grows),
-# and an idle kept-alive connection for 5 s. uvicorn has no timeout for a request
-# head sent a byte at a time: in front of untrusted clients, a reverse proxy's
-# header timeout does that (docs/decisions/2026-12-01-callers-and-their-rights.md).
+# connections and requests at once (then 503 at once, not a queue that grows), an
+# idle kept-alive connection for 5 s, and a request's head for 10 s
+# (head_deadline.py; docs/decisions/2026-12-01-callers-and-their-rights.md).
 def exposure(settings: Settings) -> dict[str, Any]:
     """uvicorn's options facing clients. X-Forwarded-For/-Proto are believed only
     from CLUB_TRUSTED_PROXIES (uvicorn believes 127.0.0.1 by default: any local
@@ -43,6 +43,7 @@ def exposure(settings: Settings) -> dict[str, Any]:
     return {
         "limit_concurrency": 512,
         "timeout_keep_alive": 5,
+        "http": HEAD_DEADLINE_PROTOCOL,
         "proxy_headers": bool(trusted),
         "forwarded_allow_ips": trusted or None,
     }
