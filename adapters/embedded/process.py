@@ -26,13 +26,18 @@ def running_as_root() -> bool:
     return os.geteuid() == 0
 
 
+def become_nobody() -> None:
+    """In a child about to exec: every privilege dropped, for good."""
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
 def _child_setup(*, as_nobody: bool) -> Callable[[], None]:
     def setup() -> None:
         os.setpgrp()  # Ctrl-C reaches the supervisor, which stops children in order
         if as_nobody:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
+            become_nobody()
         # Set after setuid: a credential change clears the parent-death signal.
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -53,13 +58,15 @@ def spawn(
         )
 
 
-def spawn_role(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def spawn_role(
+    argv: list[str], env: dict[str, str], *, as_nobody: bool = False
+) -> subprocess.Popen[bytes]:
     """A role process that shares our terminal and dies with us."""
     return subprocess.Popen(
         argv,
         env=env,
         stdin=subprocess.DEVNULL,
-        preexec_fn=_child_setup(as_nobody=False),  # noqa: PLW1509
+        preexec_fn=_child_setup(as_nobody=as_nobody),  # noqa: PLW1509
     )
 
 

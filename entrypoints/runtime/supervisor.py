@@ -31,6 +31,7 @@ from entrypoints.config.settings import ConfigError, Settings, stream_retention
 from entrypoints.runtime import bootstrap, preflight
 from entrypoints.runtime.metrics_server import port_env, role_ports, where_served
 from entrypoints.runtime.provider_urls import sandbox_plays
+from entrypoints.runtime.unprivileged import RolesUser, roles_user
 from entrypoints.runtime.watched import ServerGaveUpError, WatchedServer
 
 MAX_BACKOFF_S = 10.0
@@ -44,6 +45,7 @@ TICK_S = 0.2
 class Child:
     role: bootstrap.Role
     env: dict[str, str]
+    as_nobody: bool = False
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     restart_at: float | None = None  # monotonic; set while it waits to restart
@@ -119,18 +121,20 @@ def _up(settings: Settings) -> int:
                 database_url=database_url, nats_url=nats_urls["admin"], pid=os.getpid()
             ),
         )
+        user = roles_user(settings)
         children = [
             Child(
                 role,
                 base
                 | {"CLUB_NATS_URL": nats_urls[nats_user(role)]}
                 | port_env(metrics, role),
+                as_nobody=user.as_nobody,
             )
             for role in roles_to_start(settings)
         ]
         for child in children:
-            child.proc = spawn_role(_argv(child.role), child.env)
-        _announce(settings, database_url, nats_urls["admin"], servers)
+            child.proc = _spawn(child)
+        _announce(settings, database_url, nats_urls["admin"], servers, user)
         print(where_served(settings, metrics), flush=True)
         while not stopping.wait(TICK_S):
             for server in servers:
@@ -178,8 +182,9 @@ def _say(line: str) -> None:
     print(f"club: {masked(line)}", flush=True)
 
 
-def _argv(role: bootstrap.Role) -> list[str]:
-    return [sys.executable, "-m", "entrypoints.cli", *role.argv]
+def _spawn(child: Child) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "entrypoints.cli", *child.role.argv]
+    return spawn_role(argv, child.env, as_nobody=child.as_nobody)
 
 
 def _supervise(child: Child) -> None:
@@ -189,7 +194,7 @@ def _supervise(child: Child) -> None:
         if now >= child.restart_at:
             child.restart_at = None
             child.restarts += 1
-            child.proc = spawn_role(_argv(child.role), child.env)
+            child.proc = _spawn(child)
             child.started_at = now
         return
     if child.proc is None or child.proc.poll() is None:
@@ -207,9 +212,12 @@ def _announce(
     database_url: str,
     nats_url: str,
     servers: list[WatchedServer],
+    user: RolesUser,
 ) -> None:
     base = f"http://{settings.http_host}:{settings.http_port}"
     notes = "".join(f"  {note}\n" for server in servers for note in server.notes())
+    if user.note:
+        notes += f"  roles          {user.note}\n"
     print(
         "\nClub is up. Ctrl-C stops everything; data stays in "
         f"{settings.data_dir}\n"

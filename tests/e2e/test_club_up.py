@@ -21,7 +21,7 @@ import httpx
 import psutil
 
 from adapters.embedded import placement
-from adapters.embedded.process import free_port
+from adapters.embedded.process import NOBODY, free_port
 from tests.api_client import ClubClient
 from tests.identity import ADMIN
 from tests.servers import scratch_dir
@@ -156,6 +156,63 @@ def test_a_newcomer_sees_the_confirmation_arrive_and_can_export_the_roster() -> 
         ctrl_c(proc)
 
 
+def test_as_root_the_roles_run_as_nobody_where_nobody_can_run_python() -> None:
+    """No role runs as root where `nobody` can run the install: here a venv of the
+    system's own interpreter, outside any closed home. The roster export proves
+    they still write what they own. (As any other user, roles run as that user.)"""
+    scratch = scratch_dir("club-up-nobody-")
+    as_root = os.geteuid() == 0
+    python = (
+        venv_inside(scratch / ".venv", base=reachable_python())
+        if as_root
+        else sys.executable
+    )
+    data_dir = scratch / "data"
+    with club_up(data_dir, free_port(), python=python) as (api, proc):
+        lesson_id = enroll_one(api)
+        asked = httpx.post(
+            f"{api}/lessons/{lesson_id}/roster-exports", timeout=10, headers=ADMIN
+        )
+        operation = f"{api}{asked.headers['location']}"
+        eventually(
+            lambda: (
+                httpx.get(operation, timeout=5, headers=ADMIN).json()["status"]
+                == "succeeded"
+            ),
+            timeout=60,
+        )
+        uids = {uid for _, uid in role_users(proc)}
+        ctrl_c(proc)
+    assert uids == {NOBODY if as_root else os.geteuid()}
+    if as_root:
+        assert "roles          run as 'nobody' (you are root)" in up_log(data_dir)
+
+
+def reachable_python() -> Path:
+    """This Python's version, installed where `nobody` may run it (this one may sit
+    in a closed home, as pyenv's /root/.pyenv does)."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for where in ("/usr/bin", "/usr/local/bin"):
+        python = Path(where) / f"python{version}"
+        if python.exists() and placement.reachable_by_others(python):
+            return python
+    msg = (
+        f"as root this test needs a Python {version} that 'nobody' may run, "
+        f"e.g. apt-get install python{version}"
+    )
+    raise AssertionError(msg)
+
+
+def role_users(proc: subprocess.Popen[bytes]) -> list[tuple[str, int]]:
+    """(command line, real uid) of each role `club up` started."""
+    tree = psutil.Process(proc.pid).children(recursive=True)
+    return [
+        (" ".join(p.cmdline()), p.uids().real)
+        for p in tree
+        if "entrypoints.cli" in p.cmdline()
+    ]
+
+
 def test_a_killed_embedded_server_is_restarted_under_club_up() -> None:
     """Issue #9, 8b: SIGKILL the embedded PostgreSQL, then NATS; Club serves again."""
     data_dir = scratch_dir("club-up-kill-") / "data"
@@ -242,6 +299,7 @@ def test_club_up_from_a_home_only_root_can_enter_serves() -> None:
             ctrl_c(proc)
         printed = up_log(data_dir)
         if os.geteuid() == 0:
+            assert "roles          run as root: 'nobody' cannot run" in printed
             assert f"cannot enter {home}: its data is kept in {moved}" in printed
             assert f"binaries copied to {moved}/pginstall/" in printed
             assert (moved / "server/pgdata/PG_VERSION").exists()
@@ -251,9 +309,10 @@ def test_club_up_from_a_home_only_root_can_enter_serves() -> None:
             placement.OUTSIDE.rmdir()
 
 
-def venv_inside(venv: Path) -> str:
-    """A virtualenv at `venv` with this one's packages and nats-server, linked."""
-    base = Path(sysconfig.get_config_var("BINDIR")) / "python3"
+def venv_inside(venv: Path, base: Path | None = None) -> str:
+    """A virtualenv at `venv` of the interpreter `base` (this one's by default)
+    with this one's packages and nats-server, linked."""
+    base = base or Path(sysconfig.get_config_var("BINDIR")) / "python3"
     subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True)
     here = Path(sysconfig.get_path("purelib"))
     there = venv / here.relative_to(sys.prefix)
