@@ -11,6 +11,7 @@ from eventsourcing.postgres import ConnectionPool, PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 from psycopg_pool.pool import AddConnection, MaintenanceTask
 
+from adapters.postgres.call_deadline import bounded_connection_class, deadline_for
 from adapters.postgres.database import KEEPALIVES, STATEMENT_TIMEOUT_S, server_options
 
 STATEMENT_TIMEOUT = "CLUB_STATEMENT_TIMEOUT_SECONDS"  # "0": no limit
@@ -45,3 +46,7 @@ class ClubFactory(PostgresFactory):
         )
         # The pool is made by the library (unopened): it becomes ours before use.
         self.datastore.pool.__class__ = ReconnectSoonPool
+        # Its connections' calls end by a deadline (a hung server is abandoned).
+        self.datastore.pool.connection_class = bounded_connection_class(
+            deadline_for(timeout)
+        )
