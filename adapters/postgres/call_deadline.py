@@ -10,10 +10,16 @@ deadline: the statement timeout plus a margin, so that a statement the server
 cancels reports its own error first. Past the deadline the connection is closed
 under the call, which fails with `DatabaseDeadlineError`; the pool sees a closed
 connection and opens a fresh one (docs/decisions/2026-12-02-hung-database-calls.md).
+
+A hung server rarely hangs one connection: every other idle connection to it,
+in any pool of the process, is then suspect. Trying each would cost a deadline
+apiece, so a connection not heard from since a call to its server was abandoned
+is replaced when next taken from its pool (`suspect`), never tried.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, ClassVar, TypeVar
 
@@ -21,6 +27,7 @@ import psycopg
 from psycopg.abc import PQGen
 
 RV = TypeVar("RV")
+Server = tuple[str, int, str]  # host (or socket folder), port, database
 # The server's own timeout (a 57014 error) is heard within this much of it.
 MARGIN_S = 3.0
 # psycopg's own: how often a wait wakes to notice a Ctrl-C.
@@ -48,6 +55,18 @@ class BoundedConnection(psycopg.Connection[Any]):
     """
 
     deadline_s: ClassVar[float | None] = None
+    # When a call to each server was last abandoned (monotonic), for every pool.
+    _hung_at: ClassVar[dict[Server, float]] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.answered_at = time.monotonic()  # it has just connected
+        info = self.info
+        self.server: Server = (info.host, info.port, info.dbname)
+
+    def suspect(self) -> bool:
+        """Not heard from since a call to its server was abandoned."""
+        return self.answered_at < self._hung_at.get(self.server, -math.inf)
 
     def wait(
         self,
@@ -60,10 +79,11 @@ class BoundedConnection(psycopg.Connection[Any]):
             return super().wait(gen, interval, timeout)
         began = time.monotonic()
         try:
-            return super().wait(gen, interval, limit)
+            answer = super().wait(gen, interval, limit)
         except psycopg.OperationalError as error:
             if time.monotonic() - began < limit:
                 raise  # the connection failed by itself, before the deadline
+            self._hung_at[self.server] = time.monotonic()
             # The protocol is cut mid-exchange: the connection can serve no
             # other call. Closing it (no round trip) is what the pools see.
             self.close()
@@ -72,6 +92,8 @@ class BoundedConnection(psycopg.Connection[Any]):
                 f"timeout + {MARGIN_S:g} s): its connection was closed"
             )
             raise DatabaseDeadlineError(msg) from error
+        self.answered_at = time.monotonic()
+        return answer
 
 
 def bounded_connection_class(deadline_s: float | None) -> type[BoundedConnection]:
@@ -82,6 +104,11 @@ def bounded_connection_class(deadline_s: float | None) -> type[BoundedConnection
 
     PoolConnection.deadline_s = deadline_s
     return PoolConnection
+
+
+def suspect(conn: object) -> bool:
+    """Whether a pooled connection (any driver's) must be replaced unasked."""
+    return isinstance(conn, BoundedConnection) and conn.suspect()
 
 
 def deadline_passed(error: BaseException) -> bool:

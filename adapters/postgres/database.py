@@ -9,7 +9,11 @@ from urllib.parse import unquote, urlsplit
 import psycopg
 import sqlalchemy as sa
 
-from adapters.postgres.call_deadline import bounded_connection_class, deadline_for
+from adapters.postgres.call_deadline import (
+    bounded_connection_class,
+    deadline_for,
+    suspect,
+)
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -113,6 +117,8 @@ def _ping_if_the_server_spoke(dialect: sa.Dialect) -> Any:
     `pool_pre_ping` did — after a restart they are all dead."""
 
     def checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if suspect(dbapi_connection):  # its server hung since: replace them all
+            raise sa.exc.InvalidatePoolError("a call to the database hung")
         if not server_spoke(dbapi_connection):
             return
         try:

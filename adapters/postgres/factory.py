@@ -11,7 +11,11 @@ from eventsourcing.postgres import ConnectionPool, PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 from psycopg_pool.pool import AddConnection, MaintenanceTask
 
-from adapters.postgres.call_deadline import bounded_connection_class, deadline_for
+from adapters.postgres.call_deadline import (
+    bounded_connection_class,
+    deadline_for,
+    suspect,
+)
 from adapters.postgres.database import KEEPALIVES, STATEMENT_TIMEOUT_S, server_options
 
 STATEMENT_TIMEOUT = "CLUB_STATEMENT_TIMEOUT_SECONDS"  # "0": no limit
@@ -30,6 +34,18 @@ class ReconnectSoonPool(ConnectionPool[Any]):
             ceiling = RECONNECT_EVERY_S * random.uniform(0.5, 1.0)  # noqa: S311
             delay = min(delay, ceiling)  # do not all knock in the same instant
         super().schedule_task(task, delay)
+
+    def getconn(self, timeout: float | None = None) -> Any:
+        """A connection not heard from since a call to its server hung is not
+        tried (that would cost a deadline): the pool is drained, and the caller
+        waits for a fresh one."""
+        conn = super().getconn(timeout)
+        if suspect(conn):
+            self.drain()  # the idle ones closed, the ones in use on their return
+            conn.close()
+            self.putconn(conn)  # closed: the pool opens one in its place
+            conn = super().getconn(timeout)
+        return conn
 
 
 class ClubFactory(PostgresFactory):

@@ -110,3 +110,33 @@ def test_the_event_store_drains_its_hung_pool_and_reads_again(migrated) -> None:
             assert time.monotonic() - began < SLACK_S
     finally:
         container.close()
+
+
+def test_a_hang_seen_by_one_pool_replaces_the_others_idle_connections(
+    migrated,
+) -> None:
+    """The server is the same: the event store's idle connections are not tried."""
+    engine = create_engine(migrated[0], pool_size=1, statement_timeout=TIMEOUT_S)
+    env = bootstrap.eventsourcing_env(migrated[0]) | {
+        "CLUB_STATEMENT_TIMEOUT_SECONDS": str(TIMEOUT_S),
+        "POSTGRES_POOL_SIZE": "2",
+    }
+    container = bootstrap.build(migrated[0], pool_size=1, event_store_env=env)
+    recorder = container.app.recorder
+    try:
+        pids = _open_read_model_connections(engine, 1)
+        recorder.max_notification_id()
+        pool = recorder.datastore.pool
+        held = [pool.getconn() for _ in range(2)]
+        pids += [conn.info.backend_pid for conn in held]
+        for conn in held:
+            pool.putconn(conn)
+        with stopped(migrated[0], lambda: pids, at_least=3):
+            with pytest.raises(sa.exc.OperationalError), engine.connect() as conn:
+                conn.execute(sa.select(1))  # given: a hang seen by one pool
+            began = time.monotonic()
+            recorder.max_notification_id()  # then: the other's idle ones unasked
+            assert time.monotonic() - began < SLACK_S
+    finally:
+        container.close()
+        engine.dispose()
