@@ -27,7 +27,9 @@ class ReconnectSoonPool(ConnectionPool[Any]):
     """The library's pool, trying again about each RECONNECT_EVERY_S while the
     server is away. psycopg_pool doubles the wait between tries (1, 2, 4, 8... s):
     after an outage of 8 s the event store came back 5.6-6.9 s after the server
-    (two runs); after a minute's outage it could be a minute more of 503s."""
+    (two runs); after a minute's outage it could be a minute more of 503s.
+    And a connection not heard from since a call to its server hung is never
+    handed out (docs/decisions/2026-12-02-hung-database-calls.md)."""
 
     def schedule_task(self, task: MaintenanceTask, delay: float) -> None:
         if isinstance(task, AddConnection):  # jittered: the tries of one check()

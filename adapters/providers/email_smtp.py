@@ -214,8 +214,8 @@ def _classified(error: smtplib.SMTPResponseException) -> Exception:
     return classify_smtp_reply(error.smtp_code, without_addresses(text))
 
 
-def _describe(error: BaseException, call: Call) -> str:
-    if call.cut:  # what failed is the deadline's cut, not the server's doing
+def _describe(error: BaseException, call: Call | None = None) -> str:
+    if call is not None and call.cut:  # the deadline cut it, not the server
         return f"ReadTimeout: no whole reply within {call.seconds:g}s"
     said = without_addresses(str(error))
     return f"{type(error).__name__}: {said}" if said else type(error).__name__
