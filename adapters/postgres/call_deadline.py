@@ -50,8 +50,9 @@ class BoundedConnection(psycopg.Connection[Any]):
 
     `wait` is the one method through which psycopg runs each operation on an
     established connection (the cursor, the pipeline, COMMIT and ROLLBACK all
-    call it), so bounding it bounds them all. A caller that gives its own
-    timeout (psycopg's `notifies`) keeps it.
+    call it), so bounding it bounds them all. A wait given its own timeout
+    keeps it. Pooled connections only: they wait for answers, where a LISTEN
+    connection waits for silence to end, and is not one of these.
     """
 
     deadline_s: ClassVar[float | None] = None
