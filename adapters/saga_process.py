@@ -22,7 +22,7 @@ from adapters.metrics import count_retries
 from adapters.postgres.deadlines import Claim, SagaDeadlines
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.metered import failures_seen
-from adapters.transient import TRANSIENT
+from adapters.transient import TRANSIENT, Backoff
 from application.backoff import BackoffPolicy, Jitter
 from application.errors import NotFoundError
 from application.saga_runner import PurchaseSaga
@@ -54,8 +54,15 @@ class SagaProcess:
         self._failures: dict[object, int] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
+        backoff = Backoff()
         while not stop.is_set():
-            busy = await asyncio.to_thread(self.round)
+            try:
+                busy = await asyncio.to_thread(self.round)
+            except TRANSIENT as error:  # the database away or hung: wait it out
+                log.warning("saga.retry", error=repr(error))
+                await backoff.wait()
+                continue
+            backoff.reset()
             if busy:
                 continue  # more may be due right away
             with contextlib.suppress(TimeoutError):

@@ -9,6 +9,12 @@ from urllib.parse import unquote, urlsplit
 import psycopg
 import sqlalchemy as sa
 
+from adapters.postgres.call_deadline import (
+    bounded_connection_class,
+    deadline_for,
+    suspect,
+)
+
 
 def sqlalchemy_url(url: str) -> str:
     """SQLAlchemy wants the driver named; users give the plain libpq form."""
@@ -71,7 +77,23 @@ def create_engine(
         hide_parameters=True,
     )
     sa.event.listen(engine, "checkout", _ping_if_the_server_spoke(engine.dialect))
+    sa.event.listen(
+        engine, "do_connect", _connect_bounded(deadline_for(statement_timeout))
+    )
     return engine
+
+
+def _connect_bounded(deadline_s: float | None) -> Any:
+    """SQLAlchemy's connect hook: its connections' calls end by `deadline_s`
+    (adapters/postgres/call_deadline.py). One that ends there is closed, which
+    the dialect reads as a disconnect: every connection the pool made before it
+    is replaced at its next checkout, as after a restart."""
+    connection_class = bounded_connection_class(deadline_s)
+
+    def do_connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        return connection_class.connect(*cargs, **cparams)
+
+    return do_connect
 
 
 def server_spoke(conn: psycopg.Connection[Any]) -> bool:
@@ -95,6 +117,8 @@ def _ping_if_the_server_spoke(dialect: sa.Dialect) -> Any:
     `pool_pre_ping` did — after a restart they are all dead."""
 
     def checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if suspect(dbapi_connection):  # its server hung since: replace them all
+            raise sa.exc.InvalidatePoolError("a call to the database hung")
         if not server_spoke(dbapi_connection):
             return
         try:

@@ -11,6 +11,11 @@ from eventsourcing.postgres import ConnectionPool, PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 from psycopg_pool.pool import AddConnection, MaintenanceTask
 
+from adapters.postgres.call_deadline import (
+    bounded_connection_class,
+    deadline_for,
+    suspect,
+)
 from adapters.postgres.database import KEEPALIVES, STATEMENT_TIMEOUT_S, server_options
 
 STATEMENT_TIMEOUT = "CLUB_STATEMENT_TIMEOUT_SECONDS"  # "0": no limit
@@ -22,13 +27,27 @@ class ReconnectSoonPool(ConnectionPool[Any]):
     """The library's pool, trying again about each RECONNECT_EVERY_S while the
     server is away. psycopg_pool doubles the wait between tries (1, 2, 4, 8... s):
     after an outage of 8 s the event store came back 5.6-6.9 s after the server
-    (two runs); after a minute's outage it could be a minute more of 503s."""
+    (two runs); after a minute's outage it could be a minute more of 503s.
+    And a connection not heard from since a call to its server hung is never
+    handed out (docs/decisions/2026-12-02-hung-database-calls.md)."""
 
     def schedule_task(self, task: MaintenanceTask, delay: float) -> None:
         if isinstance(task, AddConnection):  # jittered: the tries of one check()
             ceiling = RECONNECT_EVERY_S * random.uniform(0.5, 1.0)  # noqa: S311
             delay = min(delay, ceiling)  # do not all knock in the same instant
         super().schedule_task(task, delay)
+
+    def getconn(self, timeout: float | None = None) -> Any:
+        """A connection not heard from since a call to its server hung is not
+        tried (that would cost a deadline): the pool is drained, and the caller
+        waits for a fresh one."""
+        conn = super().getconn(timeout)
+        if suspect(conn):
+            self.drain()  # the idle ones closed, the ones in use on their return
+            conn.close()
+            self.putconn(conn)  # closed: the pool opens one in its place
+            conn = super().getconn(timeout)
+        return conn
 
 
 class ClubFactory(PostgresFactory):
@@ -45,3 +64,7 @@ class ClubFactory(PostgresFactory):
         )
         # The pool is made by the library (unopened): it becomes ours before use.
         self.datastore.pool.__class__ = ReconnectSoonPool
+        # Its connections' calls end by a deadline (a hung server is abandoned).
+        self.datastore.pool.connection_class = bounded_connection_class(
+            deadline_for(timeout)
+        )

@@ -42,6 +42,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from adapters.crash import crash_point
 from adapters.postgres.answers import insert_answers
+from adapters.postgres.call_deadline import deadline_passed
 from adapters.postgres.database import server_spoke
 from application.idempotency import Answer, Request
 
@@ -73,7 +74,7 @@ class ClubRecorder(PostgresApplicationRecorder):
                     stored_events, progress=progress, **kwargs
                 )
             except CONNECTION_LOST as error:
-                self._drop_stale_connections()
+                self._drop_stale_connections(error)
                 if retry or progress.committing or not connection_lost(error):
                     raise
                 continue
@@ -105,8 +106,8 @@ class ClubRecorder(PostgresApplicationRecorder):
     def _read(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
             return method(self, *args, **kwargs)
-        except CONNECTION_LOST:
-            self._drop_stale_connections()
+        except CONNECTION_LOST as error:
+            self._drop_stale_connections(error)
             return method(self, *args, **kwargs)  # on a fresh connection
 
     def _notifications_of(
@@ -132,8 +133,14 @@ class ClubRecorder(PostgresApplicationRecorder):
                 for row in curs.fetchall()
             ]
 
-    def _drop_stale_connections(self) -> None:
-        self.datastore.pool.check()
+    def _drop_stale_connections(self, error: BaseException) -> None:
+        """A call abandoned at its deadline says the server behind the pool hung:
+        every idle connection is closed unasked (checking one would wait as long
+        again) and replaced. Otherwise each is checked, and the dead dropped."""
+        if deadline_passed(error):
+            self.datastore.pool.drain()
+        else:
+            self.datastore.pool.check()
 
     def _insert_in_one_round_trip(
         self,
