@@ -23,6 +23,7 @@ from application.retention import shown
 from entrypoints.config.container import Container
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.ops import capacity as capacity_cli
+from entrypoints.ops.attention import attention_lines
 from entrypoints.ops.chain_status import (
     ChainStatus,
     as_json,
@@ -129,6 +130,7 @@ def render(status: ChainStatus) -> Group:
     shown = as_json(status)
     return Group(
         _verdict(shown),
+        Text("\n".join(attention_lines(shown)), style="bold yellow"),
         _hops(shown),
         _roles(shown),
         _states(shown["work_classes"]["notifications"].get("states", [])),

@@ -1,0 +1,194 @@
+"""The /ops page's sections for a person's work: what waits by state (with a link
+to each list), a list by state, paged, and the DLQ's audit trail (discards, and
+what a replay holds back past the e-mail provider's key lifetime). Every value
+escaped; the page around them is entrypoints/ops/html.py's."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+from application import retention
+from application.console_reads import KEY_BOUND_CONSUMERS, DeadLetter
+from application.dlq_audit import DiscardRecord, HeldBackRecord
+from application.work_lists import STATES, WorkPage
+from entrypoints.ops.attention import attention_lines, watched_states
+from entrypoints.ops.html import console_page
+from entrypoints.ops.view import seconds
+
+SHOWN_IDS = 5  # event ids listed per audit row; the rest are counted
+
+
+def list_link(kind: str, state: str, *, limit: int = 50, offset: int = 0) -> str:
+    query = urlencode({"state": state, "limit": limit, "offset": offset})
+    return f"/ops/work/{kind}?{query}"
+
+
+def work_section(shown: dict[str, Any]) -> str:
+    """Each watched state's count and oldest age, linked to its list; above them,
+    the lines `club status` prints."""
+    lines = "".join(f"<li>{escape(line)}</li>" for line in attention_lines(shown))
+    said = (
+        f"<ul class='attention'>{lines}</ul>"
+        if lines
+        else "<p>Nothing waits on a person.</p>"
+    )
+    rows = "".join(
+        f"<tr data-work='{escape(t['kind'])}/{escape(t['state'])}'"
+        + (" class='waiting'>" if t["count"] else ">")
+        + f"<th scope='row'>{escape(t['kind'])}</th>"
+        f"<td><a href='{escape(list_link(t['kind'], t['state']))}'>"
+        f"{escape(t['state'])}</a></td>"
+        f"<td class='count'>{t['count']}</td>"
+        f"<td class='oldest'>{escape(seconds(t['oldest_age_seconds']))}</td></tr>"
+        for t in shown.get("work", [])
+    )
+    return (
+        "<section id='work'><h2>Waiting on a person</h2>"
+        + said
+        + "<table><thead><tr><th>what</th><th>state</th><th>count</th>"
+        f"<th>oldest</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
+def work_list_page(page: WorkPage, *, now: datetime, csrf: str, limit: int) -> str:
+    states = " · ".join(
+        f"<a href='{escape(list_link(page.kind, s, limit=limit))}'"
+        + (" aria-current='page'>" if s == page.state else ">")
+        + f"{escape(s)}</a>"
+        for s in watched_states()[page.kind]
+    )
+    extra = list(page.items[0].detail) if page.items else []
+    heads = "".join(
+        f"<th>{escape(h)}</th>" for h in ("id", "age", "since", "reason", *extra)
+    )
+    rows = "".join(
+        f"<tr data-id='{escape(str(i.id))}'><td>{escape(str(i.id))}</td>"
+        f"<td class='oldest'>{escape(seconds(i.age_seconds(now)))}</td>"
+        f"<td>{escape(i.since.strftime('%Y-%m-%d %H:%M:%S'))}</td>"
+        f"<td class='reason'>{escape(i.reason or '')}</td>"
+        + "".join(f"<td>{escape(i.detail.get(c, ''))}</td>" for c in extra)
+        + "</tr>"
+        for i in page.items
+    )
+    first = page.offset + 1 if page.items else 0
+    last = page.offset + len(page.items)
+    pager = []
+    if page.offset > 0:
+        back = max(page.offset - limit, 0)
+        pager.append(
+            f"<a rel='prev' href='{escape(list_link(page.kind, page.state, limit=limit, offset=back))}'>previous</a>"  # noqa: E501
+        )
+    if last < page.total:
+        pager.append(
+            f"<a rel='next' href='{escape(list_link(page.kind, page.state, limit=limit, offset=last))}'>next</a>"  # noqa: E501
+        )
+    table = (
+        f"<table id='work-list'><thead><tr>{heads}</tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        if page.items
+        else f"<p>No {escape(page.kind)} are {escape(page.state)}.</p>"
+    )
+    main = (
+        f"<section id='work-list-section' data-total='{page.total}'>"
+        f"<h2>{escape(page.kind)}: {escape(page.state)}, oldest first</h2>"
+        f"<p>{states}</p><p>{first} to {last} of {page.total}. "
+        f"{' '.join(pager)}</p>{table}"
+        "<p><a href='/ops/'>Back to the status</a></p></section>"
+    )
+    return console_page(f"{page.kind} {page.state}", at=now, csrf=csrf, main=main)
+
+
+def bad_state_text(kind: str, state: str) -> str:
+    return f"{state!r} is not a state of {kind}; valid: {', '.join(STATES[kind])}"
+
+
+def dlq_trail_section(
+    *,
+    entries: list[DeadLetter],
+    key_lifetime_s: float,
+    now: datetime,
+    held: list[HeldBackRecord],
+    discards: list[DiscardRecord],
+) -> str:
+    return _past_key_lifetime(entries, key_lifetime_s, now, held) + _discards(discards)
+
+
+def _past_key_lifetime(
+    entries: list[DeadLetter],
+    key_lifetime_s: float,
+    now: datetime,
+    held: list[HeldBackRecord],
+) -> str:
+    lifetime = retention.shown(key_lifetime_s)
+    waiting = [
+        e
+        for e in entries
+        if e.consumer in KEY_BOUND_CONSUMERS
+        and (now - e.failing_since()).total_seconds() > key_lifetime_s
+    ]
+    rows = "".join(
+        f"<tr data-event='{escape(e.event_id)}'><td>{escape(e.consumer)}</td>"
+        f"<td>{escape(e.event_id)}</td><td class='reason'>{escape(e.reason)}</td>"
+        f"<td>{escape(seconds((now - e.failing_since()).total_seconds()))}</td></tr>"
+        for e in waiting
+    )
+    now_held = (
+        "<table id='past-key-lifetime'><thead><tr><th>consumer</th><th>event</th>"
+        f"<th>reason</th><th>first failed</th></tr></thead><tbody>{rows}</tbody>"
+        "</table>"
+        if waiting
+        else "<p>None in the DLQ now.</p>"
+    )
+    past = "".join(
+        f"<tr data-replay='{escape(str(r.replay_id))}'>"
+        f"<td>{escape(r.started_at.strftime('%Y-%m-%d %H:%M:%S'))}</td>"
+        f"<td>{escape(r.operator)}</td><td>{escape(r.consumer)}</td>"
+        f"<td class='count'>{r.held_back}</td><td>{_ids(r.event_ids)}</td></tr>"
+        for r in held
+    )
+    replays = (
+        "<table id='held-back'><thead><tr><th>replay at</th><th>by</th>"
+        "<th>consumer</th><th>held back</th><th>events</th></tr></thead>"
+        f"<tbody>{past}</tbody></table>"
+        if held
+        else ""
+    )
+    return (
+        "<section id='key-lifetime'><h2>Dead letters past the e-mail provider's "
+        f"key lifetime ({escape(lifetime)})</h2><p>A replay holds these back: the "
+        "provider has forgotten their keys, so sending one again could send it "
+        "twice. Check each on the provider's dashboard, then <code>club dlq replay "
+        "--id EVENT_ID --past-key-lifetime</code>, or discard it.</p>"
+        f"{now_held}{replays}</section>"
+    )
+
+
+def _discards(discards: list[DiscardRecord]) -> str:
+    rows = "".join(
+        f"<tr data-discard='{escape(str(d.discard_id))}'>"
+        f"<td>{escape(d.started_at.strftime('%Y-%m-%d %H:%M:%S'))}</td>"
+        f"<td>{escape(d.operator)}</td><td>{escape(d.consumer)}</td>"
+        f"<td class='reason'>{escape(d.reason)}</td>"
+        f"<td class='count'>{d.discarded}{' (dry run)' if d.dry_run else ''}</td>"
+        f"<td>{_ids(d.event_ids)}</td><td>{escape(d.outcome)}</td></tr>"
+        for d in discards
+    )
+    table = (
+        "<table id='discards'><thead><tr><th>at</th><th>by</th><th>consumer</th>"
+        "<th>why</th><th>discarded</th><th>events</th><th>outcome</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+        if discards
+        else "<p>No dead letter was discarded.</p>"
+    )
+    return (
+        f"<section id='dlq-discards'><h2>Dead letters discarded</h2>{table}</section>"
+    )
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOWN_IDS])
+    more = len(ids) - SHOWN_IDS
+    return escape(shown + (f" and {more} more" if more > 0 else ""))
