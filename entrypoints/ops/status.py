@@ -128,9 +128,10 @@ async def _show(
 
 def render(status: ChainStatus) -> Group:
     shown = as_json(status)
+    waiting = attention_lines(shown)  # none: no line at all
     return Group(
         _verdict(shown),
-        Text("\n".join(attention_lines(shown)), style="bold yellow"),
+        *([Text("\n".join(waiting), style="bold yellow")] if waiting else []),
         _hops(shown),
         _roles(shown),
         _states(shown["work_classes"]["notifications"].get("states", [])),
