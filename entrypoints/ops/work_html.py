@@ -27,29 +27,41 @@ def list_link(kind: str, state: str, *, limit: int = 50, offset: int = 0) -> str
 
 
 def work_section(shown: dict[str, Any]) -> str:
-    """Each watched state's count and oldest age, linked to its list; above them,
-    the lines `club status` prints."""
+    """The lines `club status` prints, then a table each for purchases, e-mails
+    and exports: each watched state's count and oldest age, linked to its list."""
     lines = "".join(f"<li>{escape(line)}</li>" for line in attention_lines(shown))
     said = (
         f"<ul class='attention'>{lines}</ul>"
         if lines
         else "<p>Nothing waits on a person.</p>"
     )
+    tallies = shown.get("work", [])
+    tables = "".join(
+        _kind_table(kind, [t for t in tallies if t["kind"] == kind]) for kind in STATES
+    )
+    return f"<section id='work'><h2>Waiting on a person</h2>{said}{tables}</section>"
+
+
+def _kind_table(kind: str, tallies: list[dict[str, Any]]) -> str:
     rows = "".join(
-        f"<tr data-work='{escape(t['kind'])}/{escape(t['state'])}'"
+        f"<tr data-work='{escape(kind)}/{escape(t['state'])}'"
         + (" class='waiting'>" if t["count"] else ">")
-        + f"<th scope='row'>{escape(t['kind'])}</th>"
-        f"<td><a href='{escape(list_link(t['kind'], t['state']))}'>"
-        f"{escape(t['state'])}</a></td>"
+        + f"<th scope='row'><a href='{escape(list_link(kind, t['state']))}'>"
+        f"{escape(t['state'])}</a></th>"
         f"<td class='count'>{t['count']}</td>"
         f"<td class='oldest'>{escape(seconds(t['oldest_age_seconds']))}</td></tr>"
-        for t in shown.get("work", [])
+        for t in tallies
+    )
+    others = " · ".join(
+        f"<a href='{escape(list_link(kind, state))}'>{escape(state)}</a>"
+        for state in watched_states()[kind]
+        if state not in {t["state"] for t in tallies}
     )
     return (
-        "<section id='work'><h2>Waiting on a person</h2>"
-        + said
-        + "<table><thead><tr><th>what</th><th>state</th><th>count</th>"
-        f"<th>oldest</th></tr></thead><tbody>{rows}</tbody></table></section>"
+        f"<article class='work' id='work-{escape(kind)}'><h3>{escape(kind)}</h3>"
+        "<table><thead><tr><th>state</th><th>count</th><th>oldest</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+        f"<p class='detail'>Also listed: {others}</p></article>"
     )
 
 

@@ -50,6 +50,9 @@ def test_the_work_section_says_each_line_and_links_each_state() -> None:
     assert "href='/ops/work/purchases?state=manual_review&amp;limit=50" in html
     assert "<tr data-work='purchases/manual_review' class='waiting'>" in html
     assert "<tr data-work='exports/failed'>" in html
+    for kind in ("purchases", "notifications", "exports"):  # a section each
+        assert f"<article class='work' id='work-{kind}'>" in html
+    assert "state=succeeded" in html.split("id='work-exports'")[1]  # the others
 
 
 def test_a_list_page_escapes_and_links_the_next_and_previous_pages() -> None:
