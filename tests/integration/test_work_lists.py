@@ -18,6 +18,8 @@ from pathlib import Path
 from uuid import UUID, uuid4
 
 import pytest
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.utils import get_topic
 from fastapi.testclient import TestClient
 
 from adapters.postgres.work_lists import PostgresWorkLists
@@ -27,6 +29,7 @@ from application.notification_decision import State
 from application.notification_kind import Kind
 from application.notification_record import NotificationRequest
 from application.notifications import RetryPolicy
+from domain.purchase import Purchase
 from domain.student import StudentProfile
 from entrypoints.ops.access import OpsConfig
 from entrypoints.runtime.api import create_app
@@ -376,3 +379,24 @@ def test_the_page_shows_what_a_replay_held_back_and_what_was_discarded(
     discarded = after.split("<table id='discards'>")[1].split("</table>")[0]
     assert fresh in discarded
     assert "a test address, never delivered" in discarded
+
+
+def test_an_undecodable_purchase_event_leaves_the_lists_answering(
+    container,
+) -> None:
+    """Its history is left out, as the relay and `club status` skip such an event;
+    the others are still listed and counted."""
+    garbled = StoredEvent(
+        originator_id=uuid4(),
+        originator_version=1,
+        topic=get_topic(Purchase.ManualReviewRequired),
+        state=b"\x00 not what this version can decode",
+    )
+    container.app.recorder.insert_events([garbled])
+    lists = lists_of(container)
+
+    review = lists.page("purchases", "manual_review", limit=10)
+    tallies = {(t.kind, t.state): t.count for t in lists.tallies()}
+
+    assert [i.id for i in review.items] == [IDS["review_first"], IDS["review_second"]]
+    assert tallies["purchases", "manual_review"] == 2
