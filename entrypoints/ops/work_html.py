@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from application import retention
 from application.console_reads import KEY_BOUND_CONSUMERS, DeadLetter
 from application.dlq_audit import DiscardRecord, HeldBackRecord
-from application.work_lists import STATES, WorkPage
+from application.work_lists import STATES, WorkItem, WorkPage
 from entrypoints.ops.attention import attention_lines, watched_states
 from entrypoints.ops.html import console_page
 from entrypoints.ops.view import seconds
@@ -77,7 +77,8 @@ def work_list_page(page: WorkPage, *, now: datetime, csrf: str, limit: int) -> s
         f"<th>{escape(h)}</th>" for h in ("id", "age", "since", "reason", *extra)
     )
     rows = "".join(
-        f"<tr data-id='{escape(str(i.id))}'><td>{escape(str(i.id))}</td>"
+        f"<tr data-id='{escape(str(i.id))}'><td><a href='{escape(_trace(i))}'>"
+        f"{escape(str(i.id))}</a></td>"
         f"<td class='oldest'>{escape(seconds(i.age_seconds(now)))}</td>"
         f"<td>{escape(i.since.strftime('%Y-%m-%d %H:%M:%S'))}</td>"
         f"<td class='reason'>{escape(i.reason or '')}</td>"
@@ -111,6 +112,11 @@ def work_list_page(page: WorkPage, *, now: datetime, csrf: str, limit: int) -> s
         "<p><a href='/ops/'>Back to the status</a></p></section>"
     )
     return console_page(f"{page.kind} {page.state}", at=now, csrf=csrf, main=main)
+
+
+def _trace(item: WorkItem) -> str:
+    """Its journey (`club trace`): an e-mail's is its enrollment's."""
+    return f"/ops/trace/{item.detail.get('enrollment_id', item.id)}"
 
 
 def bad_state_text(kind: str, state: str) -> str:
