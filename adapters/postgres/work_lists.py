@@ -2,7 +2,7 @@
 
 Notifications have their own table (one indexed query per list). Purchases and
 exports live only in the event store: each history's last event says which
-histories may be in a state (application/work_lists.py:last_events_of), and only
+histories may be in a state (application/work_history.py:last_events_of), and only
 those are read and folded. A purchase settled for good (confirmed, refunded, moved
 to another lesson) ends with an event no listed state can end with, so it is never
 folded; an export is folded only for the page shown and the oldest of each state.
@@ -25,12 +25,17 @@ from eventsourcing.utils import get_topic
 from sqlalchemy.dialects.postgresql import distinct_on
 
 from adapters.postgres.tables import notifications
-from application.work_lists import (
+from application.work_history import (
     EXPORT_SETS,
-    EXPORTS,
-    NOTIFICATIONS,
     PURCHASE_MAY_KEEP,
     PURCHASE_SETS,
+    export_item,
+    last_events_of,
+    purchase_item,
+)
+from application.work_lists import (
+    EXPORTS,
+    NOTIFICATIONS,
     PURCHASES,
     WATCHED,
     WorkItem,
@@ -38,10 +43,7 @@ from application.work_lists import (
     WorkTally,
     check_limit,
     check_state,
-    export_item,
-    last_events_of,
     page_of,
-    purchase_item,
     tallies_of,
 )
 

@@ -10,21 +10,23 @@ from uuid import uuid4
 
 import pytest
 
-from application.work_lists import (
+from application.work_history import (
     EXPORT_SETS,
-    EXPORTS,
-    NOTIFICATIONS,
     PURCHASE_MAY_KEEP,
     PURCHASE_SETS,
+    export_item,
+    last_events_of,
+    purchase_item,
+)
+from application.work_lists import (
+    EXPORTS,
+    NOTIFICATIONS,
     PURCHASES,
     REFUND_FAILED,
     WorkItem,
     check_limit,
     check_state,
-    export_item,
-    last_events_of,
     page_of,
-    purchase_item,
     tallies_of,
 )
 from domain.export import Export
