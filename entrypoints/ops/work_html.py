@@ -1,7 +1,6 @@
 """The /ops page's sections for a person's work: what waits by state (with a link
-to each list), a list by state, paged, and the DLQ's audit trail (discards, and
-what a replay holds back past the e-mail provider's key lifetime). Every value
-escaped; the page around them is entrypoints/ops/html.py's."""
+to each list), and a list by state, paged. Every value escaped; the page around
+them is entrypoints/ops/html.py's."""
 
 from __future__ import annotations
 
@@ -10,15 +9,10 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from application import retention
-from application.console_reads import KEY_BOUND_CONSUMERS, DeadLetter
-from application.dlq_audit import DiscardRecord, HeldBackRecord
 from application.work_lists import STATES, WorkItem, WorkPage
 from entrypoints.ops.attention import attention_lines, watched_states
 from entrypoints.ops.html import console_page
 from entrypoints.ops.view import seconds
-
-SHOWN_IDS = 5  # event ids listed per audit row; the rest are counted
 
 
 def list_link(kind: str, state: str, *, limit: int = 50, offset: int = 0) -> str:
@@ -121,92 +115,3 @@ def _trace(item: WorkItem) -> str:
 
 def bad_state_text(kind: str, state: str) -> str:
     return f"{state!r} is not a state of {kind}; valid: {', '.join(STATES[kind])}"
-
-
-def dlq_trail_section(
-    *,
-    entries: list[DeadLetter],
-    key_lifetime_s: float,
-    now: datetime,
-    held: list[HeldBackRecord],
-    discards: list[DiscardRecord],
-) -> str:
-    return _past_key_lifetime(entries, key_lifetime_s, now, held) + _discards(discards)
-
-
-def _past_key_lifetime(
-    entries: list[DeadLetter],
-    key_lifetime_s: float,
-    now: datetime,
-    held: list[HeldBackRecord],
-) -> str:
-    lifetime = retention.shown(key_lifetime_s)
-    waiting = [
-        e
-        for e in entries
-        if e.consumer in KEY_BOUND_CONSUMERS
-        and (now - e.failing_since()).total_seconds() > key_lifetime_s
-    ]
-    rows = "".join(
-        f"<tr data-event='{escape(e.event_id)}'><td>{escape(e.consumer)}</td>"
-        f"<td>{escape(e.event_id)}</td><td class='reason'>{escape(e.reason)}</td>"
-        f"<td>{escape(seconds((now - e.failing_since()).total_seconds()))}</td></tr>"
-        for e in waiting
-    )
-    now_held = (
-        "<table id='past-key-lifetime'><thead><tr><th>consumer</th><th>event</th>"
-        f"<th>reason</th><th>first failed</th></tr></thead><tbody>{rows}</tbody>"
-        "</table>"
-        if waiting
-        else "<p>None in the DLQ now.</p>"
-    )
-    past = "".join(
-        f"<tr data-replay='{escape(str(r.replay_id))}'>"
-        f"<td>{escape(r.started_at.strftime('%Y-%m-%d %H:%M:%S'))}</td>"
-        f"<td>{escape(r.operator)}</td><td>{escape(r.consumer)}</td>"
-        f"<td class='count'>{r.held_back}</td><td>{_ids(r.event_ids)}</td></tr>"
-        for r in held
-    )
-    replays = (
-        "<table id='held-back'><thead><tr><th>replay at</th><th>by</th>"
-        "<th>consumer</th><th>held back</th><th>events</th></tr></thead>"
-        f"<tbody>{past}</tbody></table>"
-        if held
-        else ""
-    )
-    return (
-        "<section id='key-lifetime'><h2>Dead letters past the e-mail provider's "
-        f"key lifetime ({escape(lifetime)})</h2><p>A replay holds these back: the "
-        "provider has forgotten their keys, so sending one again could send it "
-        "twice. Check each on the provider's dashboard, then <code>club dlq replay "
-        "--id EVENT_ID --past-key-lifetime</code>, or discard it.</p>"
-        f"{now_held}{replays}</section>"
-    )
-
-
-def _discards(discards: list[DiscardRecord]) -> str:
-    rows = "".join(
-        f"<tr data-discard='{escape(str(d.discard_id))}'>"
-        f"<td>{escape(d.started_at.strftime('%Y-%m-%d %H:%M:%S'))}</td>"
-        f"<td>{escape(d.operator)}</td><td>{escape(d.consumer)}</td>"
-        f"<td class='reason'>{escape(d.reason)}</td>"
-        f"<td class='count'>{d.discarded}{' (dry run)' if d.dry_run else ''}</td>"
-        f"<td>{_ids(d.event_ids)}</td><td>{escape(d.outcome)}</td></tr>"
-        for d in discards
-    )
-    table = (
-        "<table id='discards'><thead><tr><th>at</th><th>by</th><th>consumer</th>"
-        "<th>why</th><th>discarded</th><th>events</th><th>outcome</th></tr>"
-        f"</thead><tbody>{rows}</tbody></table>"
-        if discards
-        else "<p>No dead letter was discarded.</p>"
-    )
-    return (
-        f"<section id='dlq-discards'><h2>Dead letters discarded</h2>{table}</section>"
-    )
-
-
-def _ids(ids: list[str]) -> str:
-    shown = ", ".join(ids[:SHOWN_IDS])
-    more = len(ids) - SHOWN_IDS
-    return escape(shown + (f" and {more} more" if more > 0 else ""))

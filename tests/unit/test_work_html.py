@@ -9,7 +9,8 @@ from uuid import uuid4
 from application.console_reads import DeadLetter
 from application.dlq_audit import DiscardRecord, HeldBackRecord
 from application.work_lists import WorkItem, WorkPage
-from entrypoints.ops.work_html import dlq_trail_section, work_list_page, work_section
+from entrypoints.ops.dlq_trail import dlq_trail_section
+from entrypoints.ops.work_html import work_list_page, work_section
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 DAY = 86_400.0
