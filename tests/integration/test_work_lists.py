@@ -9,6 +9,7 @@ the work the next ones show."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 from fastapi.testclient import TestClient
 
+from adapters.nats.streams import DLQ_STREAM
 from adapters.postgres.work_lists import PostgresWorkLists
 from application.commands import RequestExport, ScheduleLesson
 from application.console_reads import DiscardRequest, DlqFilter, ReplayRequest
@@ -400,3 +402,31 @@ def test_an_undecodable_purchase_event_leaves_the_lists_answering(
 
     assert [i.id for i in review.items] == [IDS["review_first"], IDS["review_second"]]
     assert tallies["purchases", "manual_review"] == 2
+
+
+async def dlq_max_age(js, max_age: float) -> float:
+    """Set CLUB_DLQ's max_age; returns the one it had."""
+    config = (await js.stream_info(DLQ_STREAM)).config
+    await js.update_stream(dataclasses.replace(config, max_age=max_age))
+    return float(config.max_age or 0)
+
+
+def test_dead_letters_near_the_dlq_retention_are_said_in_status_and_on_the_page(
+    migrated, container
+) -> None:
+    _, nats_url = migrated
+    consumer = f"exp-{uuid4().hex[:8]}"
+    letters = [(CONFIRMED, REFUSED, None)] * 2
+    run(with_js(nats_url, lambda js, _nc: write(js, consumer, letters)))
+    kept = run(with_js(nats_url, lambda js, _nc: dlq_max_age(js, 3_600)))
+    try:
+        shown = club(migrated, "status")
+        app = create_app(container, nats_url, ops=OPS, verifier=VERIFIER)
+        with TestClient(app) as api:
+            page = api.get("/ops/", headers=BEARER).text
+    finally:
+        run(with_js(nats_url, lambda js, _nc: dlq_max_age(js, kept)))
+    said = f"2 dead letters of {consumer} expire within 24.0 h (CLUB_DLQ_RETENTION)"
+    assert shown.returncode == 0, shown.stderr
+    assert said in " ".join(shown.stdout.split())
+    assert said in page
