@@ -94,6 +94,33 @@ ROLES_ALIVE = Gauge(
     ["kind", "name"],
 )
 
+# A person's work by state (application/work_lists.py), read at each scrape.
+PURCHASES = Gauge(
+    "club_purchases",
+    "Purchases waiting in a state a person may have to settle: manual_review, "
+    "refund_failed, refund_pending, payment_checking.",
+    ["status"],
+)
+NOTIFICATIONS = Gauge(
+    "club_notifications",
+    "E-mails in a state that is not done: unknown, failed, dead-lettered, sending.",
+    ["state"],
+)
+EXPORTS = Gauge(
+    "club_exports",
+    "Roster exports failed, running (stuck, when old) or pending.",
+    ["status"],
+)
+WORK_OLDEST_AGE = Gauge(
+    "club_work_oldest_age_seconds",
+    "How long the oldest purchase, e-mail or export has been in its state (0: none).",
+    ["kind", "state"],
+)
+MANUAL_REVIEWS_WAITING = Gauge(
+    "club_manual_reviews_waiting",
+    "Purchases in manual review: nothing moves until a person decides. Alert on > 0.",
+)
+
 # Counted where they happen, in the role that does the work: each background role
 # serves its own /metrics (entrypoints/runtime/metrics_server.py), the API its own.
 EVENTS_PUBLISHED = Counter(

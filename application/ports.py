@@ -41,6 +41,7 @@ from application.console_reads import (
     StateCount,
     StreamSize,
 )
+from application.dlq_audit import DiscardRecord, HeldBackRecord
 from application.email import DeliveryStatus, OutgoingEmail, SendResult
 from application.idempotency import Answer, Recorded, Request, RequestId
 from application.next_steps import DeadLetterFact, NotificationFact, RelayFact
@@ -48,6 +49,7 @@ from application.notification_decision import State
 from application.notification_record import Notification, NotificationRequest
 from application.payment import Payment, PaymentStatus, Refund, RefundStatus
 from application.purchase_emails import PurchaseFacts
+from application.work_lists import WorkPage, WorkTally
 from domain.student import StudentProfile
 
 # -- students ------------------------------------------------------------------
@@ -298,6 +300,28 @@ class ConfirmedCounts(Protocol):
     def confirmed_totals(self) -> ConfirmedTotals: ...
 
 
+class WorkLists(Protocol):
+    """A person's work by state: purchases, notifications, exports
+    (application/work_lists.py). Blocking."""
+
+    def page(self, kind: str, state: str, *, limit: int, offset: int = 0) -> WorkPage:
+        """Oldest in its state first; a ValueError names the valid states."""
+        ...
+
+    def tallies(self) -> list[WorkTally]:
+        """Each watched state's count and its oldest item."""
+        ...
+
+
+class DlqAuditTrail(Protocol):
+    """The DLQ's audit rows, newest first. Blocking."""
+
+    def discards(self, limit: int) -> list[DiscardRecord]: ...
+    def held_back(self, limit: int) -> list[HeldBackRecord]:
+        """Replays that held entries back past the provider's key lifetime."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class ConsoleReads:
     """Every read the console makes, as the composition root wired them."""
@@ -310,3 +334,5 @@ class ConsoleReads:
     dead_letters: DeadLetterQueue
     audit_records: AuditRecords
     confirmed: ConfirmedCounts
+    work_lists: WorkLists
+    dlq_audit: DlqAuditTrail

@@ -20,7 +20,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 
 from adapters.postgres.inbox import consumer_lock
-from adapters.postgres.tables import inbox, inbox_horizons, request_answers
+from adapters.postgres.tables import (
+    inbox,
+    inbox_horizons,
+    notifications,
+    request_answers,
+)
 
 TRIM_LOCK = 0x0C1C  # pg advisory lock key: one trim pass at a time
 BATCH_ROWS = 1_000
@@ -135,7 +140,8 @@ def move_horizon(engine: sa.Engine, consumer: str, occurred_before: datetime) ->
 
 def create_retention_indexes(conn: sa.Connection) -> None:
     """`create_all` makes a new table's indexes only: an existing database gets
-    these here (once; a big inbox is indexed once, at that migration)."""
-    for table in (inbox, request_answers):
+    these here (once; a big inbox is indexed once, at that migration), the work
+    lists' index on waiting notifications with them."""
+    for table in (inbox, request_answers, notifications):
         for index in table.indexes:
             index.create(conn, checkfirst=True)

@@ -182,6 +182,14 @@ refused_webhooks = sa.Table(
 # `club status` reads each table's oldest row: both walk these indexes.
 sa.Index("inbox_applied_at", inbox.c.applied_at)
 sa.Index("request_answers_created_at", request_answers.c.created_at)
+# The work lists and their gauges read the notifications not yet sent, by state and
+# oldest first; the sent ones (nearly all) stay out of this index.
+sa.Index(
+    "notifications_waiting",
+    notifications.c.state,
+    notifications.c.updated_at,
+    postgresql_where=notifications.c.state != "sent",
+)
 
 # How far each consumer's inbox was trimmed: events that occurred before
 # `occurred_before` may have lost their rows, so a delivery of one that finds no row

@@ -32,6 +32,7 @@ from application.console_reads import (
 )
 from application.ports import ChainCounts, ConsoleReads
 from application.retention import Retention
+from application.work_lists import WorkTally
 from entrypoints.config.catalogue import (
     NOTIFICATIONS,
     PROJECTIONS,
@@ -108,6 +109,7 @@ class ChainStatus:
     streams: list[StreamSize]
     retained: Retained | None = None  # None: not read (a /metrics scrape)
     roles: list[RoleBeat] = attrs.Factory(list)  # those that beat in the window
+    work: list[WorkTally] = attrs.Factory(list)  # a person's work, by state
 
     def consumer(self, name: str) -> ConsumerHop | None:
         return next((c for c in self.consumers if c.consumer == name), None)
@@ -140,6 +142,7 @@ async def read_chain(
         positions,
         deadlines,
         roles,
+        work,
     ) = await asyncio.to_thread(
         lambda: (
             database.outbox(),
@@ -149,6 +152,7 @@ async def read_chain(
             database.projection_positions(),
             database.saga_deadlines(),
             database.roles_alive(ALIVE_WITHIN_S),
+            reads.work_lists.tallies(),
         )
     )
     retained = None
@@ -169,6 +173,7 @@ async def read_chain(
         streams=streams,
         retained=retained,
         roles=roles,
+        work=work,
     )
 
 
@@ -257,6 +262,16 @@ def as_json(status: ChainStatus) -> dict[str, Any]:
                 "last_beat_s_ago": beat.last_beat_seconds_ago,
             }
             for beat in status.roles
+        ],
+        "work": [
+            {
+                "kind": tally.kind,
+                "state": tally.state,
+                "said": tally.said,
+                "count": tally.count,
+                "oldest_age_seconds": tally.oldest_age_seconds(status.at),
+            }
+            for tally in status.work
         ],
         "stores": {
             "rows": status.stores,

@@ -119,6 +119,10 @@ class StatusView:
     csrf: str
     replayed: ReplayRecord | None = None
     roles: list[RoleRow] = attrs.Factory(list)
+    # A person's work and the DLQ's audit trail (entrypoints/ops/work_html.py),
+    # rendered and escaped there.
+    work: str = ""
+    dlq_trail: str = ""
 
 
 def _page(title: str, body: str, *, script: bool = False) -> str:
@@ -163,9 +167,11 @@ def status_page(view: StatusView) -> str:
         + "<main>"
         + _banner(view.replayed)
         + _verdict(view.verdict)
+        + view.work
         + _hops(view.rows, view.charts)
         + _roles(view.roles)
         + _dead_letters(view.dlq, view.csrf)
+        + view.dlq_trail
         + "</main><footer>Refreshes every "
         f"{REFRESH_S} s, paused while you type. The same data as "
         "<a href='/ops/status'>/ops/status</a> and <code>club status</code>.</footer>"
@@ -212,6 +218,12 @@ def dry_run_page(
         + "</section></main>"
     )
     return _page("Club operations: dry run", body)
+
+
+def console_page(title: str, *, at: datetime, csrf: str, main: str) -> str:
+    """A page of the console beside the status (`main`: escaped HTML)."""
+    body = _header(at, csrf) + f"<main>{main}</main>"
+    return _page(f"Club operations: {title}", body)
 
 
 def message_page(title: str, text: str) -> str:

@@ -44,6 +44,7 @@ from entrypoints.ops.access import (
     secure_cookie,
 )
 from entrypoints.ops.chain_status import as_json, read_chain
+from entrypoints.ops.dlq_trail import dlq_trail
 from entrypoints.ops.history import OpsHistory
 from entrypoints.ops.html import (
     HEADERS,
@@ -63,6 +64,7 @@ from entrypoints.ops.session import (
     new_session_cookie,
 )
 from entrypoints.ops.view import dlq_groups, hop_ages, hop_rows, role_rows, verdict
+from entrypoints.ops.work_html import work_section
 
 log = structlog.get_logger()
 
@@ -141,6 +143,8 @@ async def page(
         dlq=dlq_groups(shown, entries, chain.at),
         csrf=_csrf(request, config),
         replayed=await _replay_record(container, replay_id) if replay_id else None,
+        work=work_section(shown),
+        dlq_trail=await dlq_trail(reads, entries, config.email_key_lifetime_s),
     )
     return HTMLResponse(status_page(view), headers=HEADERS)
 

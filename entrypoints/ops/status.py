@@ -23,6 +23,7 @@ from application.retention import shown
 from entrypoints.config.container import Container
 from entrypoints.config.settings import Settings, exports_dir
 from entrypoints.ops import capacity as capacity_cli
+from entrypoints.ops.attention import attention_lines
 from entrypoints.ops.chain_status import (
     ChainStatus,
     as_json,
@@ -127,8 +128,10 @@ async def _show(
 
 def render(status: ChainStatus) -> Group:
     shown = as_json(status)
+    waiting = attention_lines(shown)  # none: no line at all
     return Group(
         _verdict(shown),
+        *([Text("\n".join(waiting), style="bold yellow")] if waiting else []),
         _hops(shown),
         _roles(shown),
         _states(shown["work_classes"]["notifications"].get("states", [])),

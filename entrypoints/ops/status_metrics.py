@@ -27,6 +27,7 @@ from entrypoints.config.catalogue import ROLES, WORK_CLASSES
 from entrypoints.ops.access import config_of
 from entrypoints.ops.chain_status import ChainStatus, read_chain
 from entrypoints.ops.reads import app_reads
+from entrypoints.ops.work_metrics import set_work_gauges
 
 log = structlog.get_logger()
 
@@ -85,6 +86,7 @@ def set_chain_gauges(status: ChainStatus) -> None:
     eta = delivery.eta_seconds if delivery.drains else math.inf
     DELIVERY_ETA.labels(queue=delivery.queue).set(eta)
     set_roles_alive(status)
+    set_work_gauges(status.work, status.at)
 
 
 def set_roles_alive(status: ChainStatus) -> None:

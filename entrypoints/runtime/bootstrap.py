@@ -65,6 +65,7 @@ from entrypoints.runtime.console_wiring import (
     confirmed_counts,
     console_reads,
     dead_letter_queue,
+    work_lists,
 )
 from entrypoints.runtime.heartbeat import heartbeat
 from entrypoints.runtime.metrics_server import API_HIDES, MetricsServer
@@ -83,6 +84,7 @@ __all__ = [
     "confirmed_counts",
     "console_reads",
     "dead_letter_queue",
+    "work_lists",
 ]
 
 MIGRATION_LOCK = 0x0C1B  # pg advisory lock key: one migrator at a time

@@ -13,7 +13,9 @@ from adapters.nats.trace_messages import JetStreamTraceMessages
 from adapters.postgres.audit_records import PostgresAuditRecords
 from adapters.postgres.chain_counts import PostgresStatus
 from adapters.postgres.confirmed_counts import SqlConfirmedCounts
+from adapters.postgres.dlq_audit import SqlDlqAuditTrail
 from adapters.postgres.trace_records import PostgresTrace
+from adapters.postgres.work_lists import PostgresWorkLists
 from application.ports import ConsoleReads
 from entrypoints.config.container import Container
 from projections import statistics
@@ -29,6 +31,12 @@ def chain_counts(container: Container) -> PostgresStatus:
 def confirmed_counts(container: Container) -> SqlConfirmedCounts:
     """Confirmed enrollments in the event store beside the statistics' count."""
     return SqlConfirmedCounts(container.engine, statistics.lessons.c.confirmed)
+
+
+def work_lists(container: Container) -> PostgresWorkLists:
+    """Purchases, notifications and exports by state."""
+    app = container.app
+    return PostgresWorkLists(container.engine, app.recorder, app.mapper)
 
 
 def dead_letter_queue(
@@ -52,4 +60,6 @@ def console_reads(container: Container, js: JetStreamContext) -> ConsoleReads:
         dead_letters=dead_letter_queue(js, container),
         audit_records=PostgresAuditRecords(container.engine, app.recorder, app.mapper),
         confirmed=confirmed_counts(container),
+        work_lists=work_lists(container),
+        dlq_audit=SqlDlqAuditTrail(container.engine),
     )

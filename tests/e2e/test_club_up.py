@@ -30,7 +30,11 @@ from tests.stack import club_env, eventually, wait_ready
 
 @contextmanager
 def club_up(
-    data_dir: Path, port: int, python: str = sys.executable, **env: str
+    data_dir: Path,
+    port: int,
+    python: str = sys.executable,
+    ready_within: float = 60,
+    **env: str,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`env` may name CLUB_DATABASE_URL or CLUB_NATS_URL; unnamed ones are embedded."""
     env = club_env("", "", CLUB_DATA_DIR=str(data_dir), CLUB_HTTP_PORT=str(port)) | env
@@ -43,7 +47,7 @@ def club_up(
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_ready(base, timeout=60)
+        wait_ready(base, timeout=ready_within)
         yield base, proc
     finally:
         if proc.poll() is None:
