@@ -13,6 +13,7 @@ from adapters.nats.trace_messages import JetStreamTraceMessages
 from adapters.postgres.audit_records import PostgresAuditRecords
 from adapters.postgres.chain_counts import PostgresStatus
 from adapters.postgres.confirmed_counts import SqlConfirmedCounts
+from adapters.postgres.provider_circuits import SqlProviderCircuits
 from adapters.postgres.trace_records import PostgresTrace
 from application.ports import ConsoleReads
 from entrypoints.config.container import Container
@@ -52,4 +53,5 @@ def console_reads(container: Container, js: JetStreamContext) -> ConsoleReads:
         dead_letters=dead_letter_queue(js, container),
         audit_records=PostgresAuditRecords(container.engine, app.recorder, app.mapper),
         confirmed=confirmed_counts(container),
+        circuits=SqlProviderCircuits(container.engine),
     )

@@ -7,13 +7,17 @@ tests/faults/test_provider_outage.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from uuid import uuid4
 
 import sqlalchemy as sa
+from prometheus_client import REGISTRY
 
+from adapters.nats.circuit_gate import CircuitGate
 from adapters.postgres.provider_circuits import SqlProviderCircuit
 from adapters.postgres.tables import provider_circuits
+from application.email import TransientSendError
 from application.provider_circuit import CircuitPolicy
 
 POLICY = CircuitPolicy(failures_to_open=3, probe_every_s=30)
@@ -44,12 +48,7 @@ def test_of_many_slots_racing_for_a_due_probe_exactly_one_probes(
     one, two = two_processes(container_for, migrated)
     for _ in range(3):
         one.failed("503")
-    with container_for(migrated[0]).engine.begin() as conn:  # the probe is due
-        conn.execute(
-            sa.update(provider_circuits)
-            .where(provider_circuits.c.provider == one.provider)
-            .values(next_probe_at=sa.func.now())
-        )
+    make_probe_due(container_for, migrated, one.provider)
     won: list[bool] = []
     start = threading.Barrier(16)
 
@@ -84,3 +83,49 @@ def test_an_answer_in_either_process_closes_it_for_both(
     one.probed(None)
     assert not two.view(max_age_s=0).state.open
     assert two.view(max_age_s=0).state.failures == 0
+
+
+def test_a_slot_takes_nothing_while_open_probes_when_due_and_says_so_in_metrics(
+    container_for, migrated
+) -> None:
+    one, two = two_processes(container_for, migrated)
+    for _ in range(3):
+        one.failed("503")
+    answers: list[str] = []
+
+    def probe() -> None:
+        answers.append("asked")
+        if len(answers) == 1:
+            raise TransientSendError("provider answered 503: down")
+
+    gate = CircuitGate(two, probe)
+    label = {"provider": two.provider}
+
+    def admits() -> bool:
+        async def once() -> bool:
+            return await gate.admits(asyncio.Event())
+
+        return asyncio.run(once())
+
+    assert admits() is False  # open, no probe due yet
+    assert answers == []
+    assert REGISTRY.get_sample_value("club_provider_circuit_open", label) == 1
+    assert REGISTRY.get_sample_value("club_provider_circuit_open_seconds", label) >= 0
+    make_probe_due(container_for, migrated, two.provider)
+    assert admits() is False  # probed: still down
+    assert answers == ["asked"]
+    make_probe_due(container_for, migrated, two.provider)
+    assert admits() is True  # probed: it answered, the circuit closed
+    assert REGISTRY.get_sample_value("club_provider_circuit_open", label) == 0
+    assert not one.view(max_age_s=0).state.open
+    probes = {"provider": two.provider, "outcome": "failed"}
+    assert REGISTRY.get_sample_value("club_provider_probes_total", probes) == 1
+
+
+def make_probe_due(container_for, migrated, provider: str) -> None:
+    with container_for(migrated[0]).engine.begin() as conn:
+        conn.execute(
+            sa.update(provider_circuits)
+            .where(provider_circuits.c.provider == provider)
+            .values(next_probe_at=sa.func.now())
+        )

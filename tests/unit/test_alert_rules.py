@@ -64,4 +64,5 @@ def test_the_alerts_cover_the_chains_bad_days() -> None:
         "ClubRelayBehind",
         "ClubRoleMissing",
         "ClubNoWorker",
+        "ClubProviderCircuitOpen",
     } <= alerts
