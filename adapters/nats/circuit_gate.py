@@ -68,9 +68,11 @@ class CircuitGate:
         return False
 
     async def _view(self) -> CircuitView:
-        async with self._reading:
-            view = await asyncio.to_thread(self._circuit.view)
-        self._observe(view)
+        view = self._circuit.cached()
+        if view is None:
+            async with self._reading:  # the first slot reads, the others wait
+                view = await asyncio.to_thread(self._circuit.view)
+            self._observe(view)
         return view
 
     def _probe_once(self) -> CircuitView:

@@ -70,15 +70,22 @@ class SqlProviderCircuit:
 
     def view(self, *, max_age_s: float | None = None) -> CircuitView:
         """The row as last read, read again when older than `max_age_s`."""
+        return self.cached(max_age_s=max_age_s) or self._read()
+
+    def cached(self, *, max_age_s: float | None = None) -> CircuitView | None:
+        """The row as last read if younger than `max_age_s`, without a query (a
+        slot asks before every fetch: no thread, no round trip)."""
         limit = self._fresh_s if max_age_s is None else max_age_s
         with self._lock:
             view, read_at = self._view, self._read_at
-        if view is not None and time.monotonic() - read_at < limit:
-            elapsed = timedelta(seconds=time.monotonic() - read_at)
-            return CircuitView(
-                provider=view.provider, state=view.state, now=view.now + elapsed
-            )
-        return self._read()
+        elapsed = time.monotonic() - read_at
+        if view is None or elapsed >= limit:
+            return None
+        return CircuitView(
+            provider=view.provider,
+            state=view.state,
+            now=view.now + timedelta(seconds=elapsed),
+        )
 
     def claim_probe(self) -> bool:
         """True: this process probes now (the row's next probe moved on by it)."""
