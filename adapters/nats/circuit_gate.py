@@ -56,7 +56,10 @@ class CircuitGate:
         if decided is Admission.TAKE:
             return True
         if decided is Admission.PROBE:
-            view = await asyncio.to_thread(self._probe_once)
+            try:
+                view = await asyncio.to_thread(self._probe_once)
+            except TRANSIENT as e:  # our database: the probe waits for it too
+                log.warning("worker.probe_unrecorded", error=describe(e))
             if not view.state.open:
                 return True
         wait = MAX_WAIT_S
