@@ -317,7 +317,7 @@ class Notifier:
             status = self._provider.status(provider_key(event_id))
         except TransientSendError as error:
             said = _said(error)
-            return LookupFailed(said, error.retry_after, self._circuit.failed(said))
+            return LookupFailed(said, error.retry_after, self._outage(error, said))
         self._circuit.answered()
         return status
 
@@ -345,11 +345,16 @@ class Notifier:
             return Refused(_said(error, profile))
         except TransientSendError as error:
             said = _said(error, profile)
-            return Failed(said, error.retry_after, self._circuit.failed(said))
+            return Failed(said, error.retry_after, self._outage(error, said))
         except OutcomeUnknownError as error:
             return Lost(_said(error, profile))
         self._circuit.answered()
         return Accepted(result.provider_id)
+
+    def _outage(self, error: TransientSendError, said: str) -> bool:
+        """Counted by the provider's circuit; True: it is open, the provider
+        fails everyone. A 429 is the provider answering: not counted."""
+        return False if error.throttled else self._circuit.failed(said)
 
     def _record(self, event_id: UUID, mark: Mark | None) -> None:
         if mark is not None:

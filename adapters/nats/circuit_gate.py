@@ -26,13 +26,22 @@ from adapters.metrics import (
 from adapters.postgres.provider_circuits import SqlProviderCircuit
 from adapters.reasons import describe
 from adapters.transient import TRANSIENT
-from application.email import EmailSendError
+from application.email import EmailSendError, PermanentSendError, TransientSendError
 from application.provider_circuit import Admission, CircuitView, admission
 
 log = structlog.get_logger()
 
 PROBE_KEY = "club-circuit-probe"  # never a notification's key (club-notification-…)
 MAX_WAIT_S = 1.0  # an open circuit is read again at least this often
+
+
+def _down(error: EmailSendError) -> bool:
+    """Whether a failed probe says the provider is down. A 429, or a lookup the
+    provider refused for good (a 4xx: our key, our account), is an answer: it is up,
+    and what the messages meet is theirs to decide."""
+    if isinstance(error, TransientSendError) and error.throttled:
+        return False
+    return not isinstance(error.__cause__ or error, PermanentSendError)
 
 
 class CircuitGate:
@@ -86,13 +95,20 @@ class CircuitGate:
         try:
             self._probe()
         except EmailSendError as e:
+            if not _down(e):
+                return self._back(provider)
             PROVIDER_PROBES.labels(provider=provider, outcome="failed").inc()
             log.info("worker.probe_failed", provider=provider, error=describe(e))
             view = self._circuit.probed(str(e))
         else:
-            PROVIDER_PROBES.labels(provider=provider, outcome="answered").inc()
-            log.warning("worker.provider_back", provider=provider)
-            view = self._circuit.probed(None)
+            return self._back(provider)
+        self._observe(view)
+        return view
+
+    def _back(self, provider: str) -> CircuitView:
+        PROVIDER_PROBES.labels(provider=provider, outcome="answered").inc()
+        log.warning("worker.provider_back", provider=provider)
+        view = self._circuit.probed(None)
         self._observe(view)
         return view
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from adapters.nats.circuit_gate import CircuitGate
+from adapters.nats.circuit_gate import CircuitGate, _down
+from application.email import EmailSendError, PermanentSendError, TransientSendError
 from application.provider_circuit import CircuitState, CircuitView
 
 pytestmark = pytest.mark.unit
@@ -50,6 +51,17 @@ class DatabaseGone(DatabaseGoneWhileProbing):
         raise DOWN
 
 
+def refused_lookup() -> TransientSendError:
+    """As the HTTP adapter raises a lookup refused with a 4xx (401: our key)."""
+    try:
+        try:
+            raise PermanentSendError("provider answered 401")
+        except PermanentSendError as refusal:
+            raise TransientSendError("status lookup failed") from refusal
+    except TransientSendError as error:
+        return error
+
+
 def admits(circuit: object) -> bool:
     gate = CircuitGate(circuit, lambda: None)  # type: ignore[arg-type]
 
@@ -66,3 +78,18 @@ def test_a_claim_that_fails_on_our_database_waits_instead_of_raising() -> None:
 def test_an_unreadable_circuit_lets_the_job_meet_our_outage_itself() -> None:
     # The worker's own outage handling (rests, a bounded count) takes it from there.
     assert admits(DatabaseGone()) is True
+
+
+@pytest.mark.parametrize(
+    ("error", "down"),
+    [
+        (TransientSendError("provider answered 503"), True),
+        (TransientSendError("provider not reached: refused"), True),
+        (TransientSendError("provider answered 429", 1.0, throttled=True), False),
+        (refused_lookup(), False),
+    ],
+)
+def test_a_probe_is_down_only_if_the_provider_did_not_answer(
+    error: EmailSendError, down: bool
+) -> None:
+    assert _down(error) is down
