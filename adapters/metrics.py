@@ -182,3 +182,21 @@ def count_retries(consumer: str, kind: str, count: int = 1) -> None:
     """`kind`: transient or unknown (`class` is the label, a Python keyword)."""
     if count:
         RETRIES.labels(consumer=consumer, **{"class": kind}).inc(count)
+
+
+PROVIDER_CIRCUIT_OPEN = Gauge(
+    "club_provider_circuit_open",
+    "1 while a provider's shared circuit is open (it failed for everyone): its work "
+    "class takes no message and probes it; served by the worker role.",
+    ["provider"],
+)
+PROVIDER_CIRCUIT_OPEN_SECONDS = Gauge(
+    "club_provider_circuit_open_seconds",
+    "How long the provider's circuit has been open (0 while closed).",
+    ["provider"],
+)
+PROVIDER_PROBES = Counter(
+    "club_provider_probes",
+    "Probes of a provider whose circuit is open, by outcome (answered, failed).",
+    ["provider", "outcome"],
+)

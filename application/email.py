@@ -71,11 +71,16 @@ class PermanentSendError(EmailSendError):
 
 
 class TransientSendError(EmailSendError):
-    """Nothing was accepted; try again later, not before `retry_after` seconds."""
+    """Nothing was accepted; try again later, not before `retry_after` seconds.
+    `throttled`: the provider is up and asks us to slow down (429), which says
+    nothing of an outage (its circuit does not count it)."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, retry_after: float | None = None, *, throttled: bool = False
+    ) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+        self.throttled = throttled
 
 
 class OutcomeUnknownError(EmailSendError):
@@ -99,7 +104,9 @@ def classify_http_status(
 ) -> EmailSendError:
     """The class of an HTTP answer that is not a 2xx."""
     reason = f"provider answered {status}: {detail}"
-    if status in (REQUEST_TIMEOUT, TOO_MANY_REQUESTS) or status >= 500:  # noqa: PLR2004
+    if status == TOO_MANY_REQUESTS:
+        return TransientSendError(reason, retry_after, throttled=True)
+    if status == REQUEST_TIMEOUT or status >= 500:  # noqa: PLR2004
         return TransientSendError(reason, retry_after)
     if status == KEY_IN_FLIGHT:  # an earlier try may be accepting it right now
         return OutcomeUnknownError(reason)

@@ -17,6 +17,11 @@ A delivery passes through at most five decisions:
     its row,     Start        -> Ack | DeadLetter | LookUp | Send
     its row,     lookup's     -> Ack | DeadLetter | RetryLater | Send
     `sending`,   send's       -> Ack | DeadLetter | RetryLater | LookUpLater
+                                 | WaitForProvider
+
+A failure that the provider's shared circuit counts as everyone's (`down`) spends
+no attempt: the message waits for the provider (`WaitForProvider`). A resend is
+bounded in time as well as count (`give_up_after`, from the first send).
 
 The row's states:
 
@@ -29,6 +34,7 @@ The row's states:
 from __future__ import annotations
 
 import enum
+import math
 
 import attrs
 
@@ -56,6 +62,9 @@ class Delivery:
     recorded: State | None = None  # None: its row is not read yet
     attempts: int = 0
     last_error: str | None = None
+    # Seconds since its row was created, i.e. since the provider first heard its
+    # key (the database's clock): no resend past `give_up_after`.
+    age_s: float = 0.0
 
 
 # What the last call answered. A status lookup answers a `DeliveryStatus`.
@@ -90,10 +99,13 @@ class Refused:
 
 @attrs.frozen
 class Failed:
-    """Nothing was accepted, for now; not again before `retry_after` seconds."""
+    """Nothing was accepted, for now; not again before `retry_after` seconds.
+    `down`: the provider fails for everyone (its circuit is open): the attempt is
+    given back, and the message waits for the provider instead."""
 
     said: str
     retry_after: float | None = None
+    down: bool = False
 
 
 @attrs.frozen
@@ -109,6 +121,7 @@ class LookupFailed:
 
     said: str
     retry_after: float | None = None
+    down: bool = False  # as `Failed.down`: the lookup is not counted
 
 
 Heard = (
@@ -171,11 +184,28 @@ class LookUpLater:
 
 
 @attrs.frozen
+class WaitForProvider:
+    """NAK until the provider's next probe: no attempt was spent."""
+
+    reason: str
+
+
+@attrs.frozen
 class DeadLetter:
     reason: str
 
 
-Action = Claim | Read | LookUp | Send | Ack | RetryLater | LookUpLater | DeadLetter
+Action = (
+    Claim
+    | Read
+    | LookUp
+    | Send
+    | Ack
+    | RetryLater
+    | LookUpLater
+    | WaitForProvider
+    | DeadLetter
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -199,10 +229,17 @@ class Decision:
     after: Delivery
 
 
-def decide(delivery: Delivery, heard: Heard, *, max_attempts: int) -> Decision:
-    """One branch per kind of answer; `max_attempts` bounds sends and lookups."""
+def decide(
+    delivery: Delivery,
+    heard: Heard,
+    *,
+    max_attempts: int,
+    give_up_after: float = math.inf,
+) -> Decision:
+    """One branch per kind of answer; `max_attempts` bounds sends and lookups,
+    `give_up_after` (seconds since the first send) bounds resends in time."""
     if isinstance(heard, Start):
-        return _first_look(delivery)
+        return _first_look(delivery, give_up_after)
     if isinstance(heard, Claimed):  # the claim recorded `sending`, attempt 1
         claimed = attrs.evolve(delivery, recorded=State.SENDING, attempts=1)
         if not claimed.has_profile:  # (a claim is made only with a profile)
@@ -211,11 +248,11 @@ def decide(delivery: Delivery, heard: Heard, *, max_attempts: int) -> Decision:
     if isinstance(heard, SeenBefore):
         return _keep(delivery, Read())
     if isinstance(heard, DeliveryStatus | LookupFailed):
-        return _looked_up(delivery, heard, max_attempts)
+        return _looked_up(delivery, heard, max_attempts, give_up_after)
     return _sent(delivery, heard, max_attempts)
 
 
-def _first_look(d: Delivery) -> Decision:
+def _first_look(d: Delivery, give_up_after: float) -> Decision:
     if d.recorded is None:  # the common first sight skips `pending`
         return _keep(d, Claim() if d.has_profile else Read())
     if d.recorded is State.SENT:
@@ -228,15 +265,21 @@ def _first_look(d: Delivery) -> Decision:
     if d.replayed or d.recorded in (State.SENDING, State.UNKNOWN):
         # An earlier attempt may have been accepted (a dead letter's too).
         return _keep(d, LookUp())
-    return _send(d, d.attempts + 1)
+    return _send(d, d.attempts + 1, give_up_after)
 
 
 def _looked_up(
-    d: Delivery, heard: DeliveryStatus | LookupFailed, max_attempts: int
+    d: Delivery,
+    heard: DeliveryStatus | LookupFailed,
+    max_attempts: int,
+    give_up_after: float,
 ) -> Decision:
     """Sends only if the provider holds nothing under the key — or it cannot
     tell (SMTP) and a person chose to send again (a replay)."""
     attempts = 0 if d.replayed else d.attempts
+    if isinstance(heard, LookupFailed) and heard.down:
+        waiting = Mark(state=State.UNKNOWN, attempts=attempts, error=heard.said)
+        return _record(d, waiting, WaitForProvider(heard.said))
     if isinstance(heard, LookupFailed):
         # A failed lookup is an attempt too: a provider that never answers one
         # ends in the DLQ, not in lookups for ever.
@@ -253,12 +296,22 @@ def _looked_up(
         reason = "outcome unknown and the provider offers no status lookup"
         gone = Mark(state=State.DEAD_LETTERED, error=reason)
         return _record(d, gone, DeadLetter(reason))
-    return _send(d, attempts + 1)
+    return _send(d, attempts + 1, give_up_after)
 
 
-def _send(d: Delivery, attempt: int) -> Decision:
+def _send(d: Delivery, attempt: int, give_up_after: float) -> Decision:
     if not d.has_profile:
         return _nobody(d)
+    # Retries are bounded in time too, under the provider's key lifetime: a
+    # resend after it forgot the key could send twice. A replay's first
+    # delivery is a person's choice (`club dlq replay` holds back the old).
+    if not d.replayed and d.age_s >= give_up_after:
+        reason = (
+            f"gave up after retrying for {d.age_s:.0f} s "
+            f"(CLUB_NOTIFY_GIVE_UP_AFTER): {d.last_error or 'no answer'}"
+        )
+        gone = Mark(state=State.DEAD_LETTERED, error=reason)
+        return _record(d, gone, DeadLetter(reason))
     # `sending` is committed before the call: a worker killed after it leaves a
     # row that says "the outcome is not known".
     return _record(d, Mark(state=State.SENDING, attempts=attempt), Send(attempt))
@@ -281,18 +334,26 @@ def _sent(
         gone = Mark(state=State.DEAD_LETTERED, error=heard.said)
         return _record(d, gone, DeadLetter(f"permanent: {heard.said}"))
     if isinstance(heard, Failed):
-        if attempt >= max_attempts:
-            reason = f"gave up after {attempt} attempts: {heard.said}"
-            gone = Mark(state=State.DEAD_LETTERED, error=reason)
-            return _record(d, gone, DeadLetter(reason))
-        failed = Mark(state=State.FAILED, error=heard.said)
-        return _record(d, failed, RetryLater(attempt, heard.retry_after, heard.said))
+        return _failed(d, heard, max_attempts)
     if attempt >= max_attempts:  # a replay looks it up first
         reason = f"outcome unknown after {attempt} attempts: {heard.said}"
         gone = Mark(state=State.DEAD_LETTERED, error=reason)
         return _record(d, gone, DeadLetter(reason))
     unknown = Mark(state=State.UNKNOWN, error=heard.said)
     return _record(d, unknown, LookUpLater(heard.said))
+
+
+def _failed(d: Delivery, heard: Failed, max_attempts: int) -> Decision:
+    attempt = d.attempts
+    if heard.down:  # the attempt is given back: the provider failed everyone
+        given_back = Mark(state=State.FAILED, attempts=attempt - 1, error=heard.said)
+        return _record(d, given_back, WaitForProvider(heard.said))
+    if attempt >= max_attempts:
+        reason = f"gave up after {attempt} attempts: {heard.said}"
+        gone = Mark(state=State.DEAD_LETTERED, error=reason)
+        return _record(d, gone, DeadLetter(reason))
+    failed = Mark(state=State.FAILED, error=heard.said)
+    return _record(d, failed, RetryLater(attempt, heard.retry_after, heard.said))
 
 
 def _keep(d: Delivery, action: Action) -> Decision:

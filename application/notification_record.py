@@ -35,3 +35,4 @@ class Notification:
     attempts: int = 0
     last_error: str | None = None
     sent_at: datetime | None = None
+    age_s: float = 0.0  # since the row was created (the first send), by the database

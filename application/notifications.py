@@ -65,6 +65,7 @@ from application.notification_decision import (
     Send,
     Start,
     State,
+    WaitForProvider,
     decide,
 )
 from application.notification_kind import PURCHASE_KINDS, Kind
@@ -73,9 +74,11 @@ from application.personal_data import scrubbed, without_addresses
 from application.ports import (
     EmailProvider,
     NotificationStore,
+    ProviderCircuit,
     PurchaseLookup,
     StudentDirectory,
 )
+from application.provider_circuit import NoCircuit
 from application.purchase_emails import (
     PurchaseNotice,
     purchase_notice,
@@ -122,6 +125,9 @@ class RetryPolicy:
     first_delay: float = 1.0
     max_delay: float = 60.0
     unknown_delay: float = 1.0  # before looking an unknown outcome up
+    # No resend this long after the first send (CLUB_NOTIFY_GIVE_UP_AFTER).
+    give_up_after: float = 12 * 3600.0
+    provider_wait: float = 10.0  # a message put back while the provider is down
 
     @property
     def backoff(self) -> BackoffPolicy:
@@ -206,9 +212,11 @@ class Notifier:
         lessons: Callable[[UUID], LessonFacts],
         purchases: PurchaseLookup,
         policy: RetryPolicy | None = None,
+        circuit: ProviderCircuit | None = None,
     ) -> None:
         self._store = store
         self._provider = provider
+        self._circuit: ProviderCircuit = circuit or NoCircuit()
         self._students = students
         self._lessons = lessons
         self._purchases = purchases
@@ -242,7 +250,12 @@ class Notifier:
         heard: Heard = Start()
         message: OutgoingEmail | None = None  # composed for a first sight's claim
         for _ in range(MAX_STEPS):
-            step = decide(delivery, heard, max_attempts=self._policy.max_attempts)
+            step = decide(
+                delivery,
+                heard,
+                max_attempts=self._policy.max_attempts,
+                give_up_after=self._policy.give_up_after,
+            )
             action = step.action
             if isinstance(action, Send):
                 if message is None:  # composed before `sending` is recorded
@@ -262,6 +275,7 @@ class Notifier:
                     recorded=found.state,
                     attempts=found.attempts,
                     last_error=found.last_error,
+                    age_s=found.age_s,
                 )
             elif isinstance(action, LookUp):
                 heard = self._reconcile(event_id)
@@ -300,9 +314,12 @@ class Notifier:
         """What the provider holds under the key: an earlier attempt may have
         been accepted, so it is asked before sending again."""
         try:
-            return self._provider.status(provider_key(event_id))
+            status = self._provider.status(provider_key(event_id))
         except TransientSendError as error:
-            return LookupFailed(_said(error), error.retry_after)
+            said = _said(error)
+            return LookupFailed(said, error.retry_after, self._outage(error, said))
+        self._circuit.answered()
+        return status
 
     def _compose(
         self, request: NotificationRequest, profile: StudentProfile | None
@@ -324,12 +341,20 @@ class Notifier:
         try:
             result = self._provider.send(message, provider_key(event_id))
         except PermanentSendError as error:
+            self._circuit.answered()  # it refused this message: it is up
             return Refused(_said(error, profile))
         except TransientSendError as error:
-            return Failed(_said(error, profile), error.retry_after)
+            said = _said(error, profile)
+            return Failed(said, error.retry_after, self._outage(error, said))
         except OutcomeUnknownError as error:
             return Lost(_said(error, profile))
+        self._circuit.answered()
         return Accepted(result.provider_id)
+
+    def _outage(self, error: TransientSendError, said: str) -> bool:
+        """Counted by the provider's circuit; True: it is open, the provider
+        fails everyone. A 429 is the provider answering: not counted."""
+        return False if error.throttled else self._circuit.failed(said)
 
     def _record(self, event_id: UUID, mark: Mark | None) -> None:
         if mark is not None:
@@ -341,7 +366,9 @@ class Notifier:
                 provider_id=mark.provider_id,
             )
 
-    def _outcome(self, last: Ack | RetryLater | LookUpLater | DeadLetter) -> Outcome:
+    def _outcome(
+        self, last: Ack | RetryLater | LookUpLater | WaitForProvider | DeadLetter
+    ) -> Outcome:
         """The worker's outcome; a retry's delay (its jitter) is drawn here."""
         if isinstance(last, Ack):
             return Done()
@@ -350,6 +377,8 @@ class Notifier:
             return Retry(delay, last.reason)
         if isinstance(last, LookUpLater):
             return Retry(self._policy.unknown_delay, last.reason)
+        if isinstance(last, WaitForProvider):  # no attempt spent
+            return Retry(self._policy.provider_wait, f"provider down: {last.reason}")
         return GiveUp(last.reason)
 
 

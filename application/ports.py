@@ -48,6 +48,7 @@ from application.next_steps import DeadLetterFact, NotificationFact, RelayFact
 from application.notification_decision import State
 from application.notification_record import Notification, NotificationRequest
 from application.payment import Payment, PaymentStatus, Refund, RefundStatus
+from application.provider_circuit import CircuitView
 from application.purchase_emails import PurchaseFacts
 from application.work_lists import WorkPage, WorkTally
 from domain.student import StudentProfile
@@ -95,6 +96,20 @@ class EmailProvider(Protocol):
     def status(self, idempotency_key: str) -> DeliveryStatus:
         """Raises only `TransientSendError` when the lookup itself fails (any
         status, any transport error): a failed lookup proves nothing either way."""
+        ...
+
+
+class ProviderCircuit(Protocol):
+    """A provider's circuit, shared by every worker process
+    (application/provider_circuit.py). Blocking: each is one short query at most."""
+
+    def failed(self, error: str) -> bool:
+        """One transient failure, not this message's own; True: the circuit is
+        open now, so the attempt is not the message's to spend."""
+        ...
+
+    def answered(self) -> None:
+        """The provider answered (accepted or refused): it is up."""
         ...
 
 
@@ -219,6 +234,12 @@ class ChainCounts(Protocol):
         ...
 
 
+class ProviderCircuits(Protocol):
+    """Each provider circuit's row, with the database's clock (for `club status`)."""
+
+    def circuits(self) -> list[CircuitView]: ...
+
+
 class ChainLags(Protocol):
     """Each durable's lag, each stream's size, the DLQ by consumer."""
 
@@ -336,3 +357,4 @@ class ConsoleReads:
     confirmed: ConfirmedCounts
     work_lists: WorkLists
     dlq_audit: DlqAuditTrail
+    circuits: ProviderCircuits | None = None

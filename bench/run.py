@@ -45,6 +45,7 @@ from bench.http import (
 from bench.http_stack import PEER, SHIPPED, STACKS, api_process
 from bench.jobs import backlog_drain, email_latency_beside_exports
 from bench.memory import resident_growth
+from bench.outage import outage_drain
 from bench.peer import nats_outbox_rate
 from bench.projection import club_catchup_rate, raw_catchup_rate
 from bench.rebuild import load_notifications, raw_read_rate, rebuild_rate
@@ -312,6 +313,21 @@ def jobs_section(s: Servers, out: dict[str, Any]) -> None:
         broker.stop()
 
 
+def outage_section(s: Servers, out: dict[str, Any]) -> None:
+    """The drain after an e-mail provider outage (bench/outage.py), on a broker of
+    its own as the jobs section's."""
+    scratch = scratch_dir("club-bench-outage-")
+    broker = EmbeddedNats(scratch / "nats", sync_always=True)
+    nats_url = broker.start()
+    try:
+        with fresh_database(s.pg_url) as url, club(url, nats_url) as container:
+            out.setdefault("jobs", {})[
+                "drain after an outage (600 queued while down, 80/s, provider 100/s)"
+            ] = _median_of(lambda: outage_drain(container, url, nats_url, scratch))
+    finally:
+        broker.stop()
+
+
 def memory_section(s: Servers, out: dict[str, Any]) -> None:
     with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
         out["resident memory"] = resident_growth(
@@ -326,6 +342,7 @@ SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
     "writers": writers_section,
     "memory": memory_section,
     "jobs": jobs_section,
+    "outage": outage_section,
 }
 
 

@@ -22,6 +22,9 @@ into the broker's verbs:
   messages instead of cycling the whole stream through failures, and one message
   that fails alone holds nobody up for long; after `Outage.attempts` deliveries
   the message is dead-lettered (its content may be what times out);
+- the provider failing for everyone (its circuit open, adapters/nats/
+  circuit_gate.py): no slot takes a message until a probe finds it back, and a
+  message in hand is NAKed with the job's delay, its attempt given back;
 - any other error (a bug this message meets): NAK with a growing delay
   (`POISON_RETRY`), and after `POISON_ATTEMPTS` deliveries dead-lettered with the
   error: never a worker that exits, never a message retried for ever.
@@ -47,6 +50,7 @@ from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import EVENTS_APPLIED, count_retries, observe_wait
+from adapters.nats.circuit_gate import CircuitGate
 from adapters.nats.dead_letters import Owner, Unreadable
 from adapters.nats.delivery import DeliveryRuntime, decode
 from adapters.nats.dlq import REPLAY_HEADER, ensure_replay_consumer, replay_durable
@@ -157,6 +161,7 @@ class Worker:
         rate: RateLimit | None = None,
         fetch_timeout: float = 1.0,
         outage: Outage | None = None,
+        gate: CircuitGate | None = None,
     ) -> None:
         self.name = name
         self._js = js
@@ -169,6 +174,7 @@ class Worker:
         self._rate = rate
         self._fetch_timeout = fetch_timeout
         self._outage = outage or Outage()
+        self._gate = gate  # the provider's circuit: none taken while it is open
         self._resting_until = 0.0  # monotonic: no slot pulls before it
         self._failed_waves = 0  # rests in a row that ended in another failure
         self._probe = asyncio.Lock()  # the turn to pull while our side is down
@@ -201,6 +207,8 @@ class Worker:
         backoff = Backoff()
         while not stop.is_set():
             if await self._rest(stop):
+                continue
+            if self._gate is not None and not await self._gate.admits(stop):
                 continue
             # While our side is down the slots take turns (a fair lock), and a
             # turn that ends in a failure starts a rest before the next: an outage

@@ -38,9 +38,12 @@ def _first_sight(state: State, attempts: int) -> Insert:
 
 # Built once: SQLAlchemy caches a statement's compiled form by the statement
 # object, so one rebuilt per call paid for its cache key every time.
-_OPEN = _first_sight(State.PENDING, 0).returning(*table.c)
+# Its age on the database's clock: retries are bounded by it (decide's
+# give_up_after), whichever host's clock the worker has.
+_AGE = sa.extract("epoch", sa.func.now() - table.c.created_at).label("age_s")
+_OPEN = _first_sight(State.PENDING, 0).returning(*table.c, _AGE)
 _OPEN_SENDING = _first_sight(State.SENDING, 1).returning(table.c.event_id)
-_FIND = sa.select(table).where(table.c.event_id == sa.bindparam("find_event_id"))
+_FIND = sa.select(table, _AGE).where(table.c.event_id == sa.bindparam("find_event_id"))
 # One statement for every state: a value not given keeps the column's.
 _MARK = (
     sa.update(table)
@@ -142,4 +145,5 @@ def _notification(row: sa.Row[Any]) -> Notification:
         attempts=row.attempts,
         last_error=row.last_error,
         sent_at=row.sent_at,
+        age_s=float(getattr(row, "age_s", 0.0) or 0.0),
     )

@@ -256,3 +256,17 @@ dlq_discards = sa.Table(
     sa.Column("started_at", sa.DateTime(timezone=True), server_default=now),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
 )
+
+# One row per provider: its circuit, shared by every worker process and changed
+# only by compare-and-set on `version` (adapters/postgres/provider_circuits.py).
+provider_circuits = sa.Table(
+    "provider_circuits",
+    metadata,
+    sa.Column("provider", sa.Text, primary_key=True),
+    sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("opened_at", sa.DateTime(timezone=True)),  # NULL: closed
+    sa.Column("next_probe_at", sa.DateTime(timezone=True)),
+    sa.Column("last_error", sa.Text),
+    sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("updated_at", sa.DateTime(timezone=True), server_default=now),
+)

@@ -30,6 +30,11 @@ from entrypoints.config.exposure import (
     parsed_rate,
 )
 from entrypoints.config.masking import masked
+from entrypoints.config.provider_outage import (
+    OutageSettingError,
+    ProviderOutage,
+    provider_outage,
+)
 from entrypoints.config.running import running_beside
 
 
@@ -85,6 +90,9 @@ class Settings:
     # How long the e-mail provider remembers an idempotency key: a notification's
     # dead letter first failed longer ago is held back from a replay (may send twice).
     email_key_lifetime_s: float = DEFAULT_KEY_LIFETIME_S
+    # The e-mail provider's circuit and the time bound of a message's retries
+    # (entrypoints/config/provider_outage.py).
+    outage: ProviderOutage = attrs.Factory(ProviderOutage)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -129,6 +137,7 @@ class Settings:
             or default_hosts(env.get("CLUB_HTTP_HOST", "127.0.0.1")),
             retention=_retention(env),
             email_key_lifetime_s=_key_lifetime(env),
+            outage=_outage(env),
         )
 
     def require_services(self) -> tuple[str, str]:
@@ -264,6 +273,13 @@ def _key_lifetime(env: Mapping[str, str]) -> float:
             KEY_LIFETIME, env.get(KEY_LIFETIME), DEFAULT_KEY_LIFETIME_S
         )
     except RetentionError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _outage(env: Mapping[str, str]) -> ProviderOutage:
+    try:
+        return provider_outage(env, _key_lifetime(env))
+    except OutageSettingError as e:
         raise ConfigError(str(e)) from None
 
 

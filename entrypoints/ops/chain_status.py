@@ -31,6 +31,7 @@ from application.console_reads import (
     StreamSize,
 )
 from application.ports import ChainCounts, ConsoleReads
+from application.provider_circuit import CircuitView
 from application.retention import Retention
 from application.work_lists import WorkTally
 from entrypoints.config.catalogue import (
@@ -39,6 +40,7 @@ from entrypoints.config.catalogue import (
     ROLES,
     WORK_CLASSES,
 )
+from entrypoints.ops.provider_status import providers_json
 
 
 @attrs.frozen(kw_only=True)
@@ -110,6 +112,7 @@ class ChainStatus:
     retained: Retained | None = None  # None: not read (a /metrics scrape)
     roles: list[RoleBeat] = attrs.Factory(list)  # those that beat in the window
     work: list[WorkTally] = attrs.Factory(list)  # a person's work, by state
+    providers: list[CircuitView] = attrs.Factory(list)  # each provider's circuit
 
     def consumer(self, name: str) -> ConsumerHop | None:
         return next((c for c in self.consumers if c.consumer == name), None)
@@ -159,6 +162,8 @@ async def read_chain(
     if detail:
         retained = await asyncio.to_thread(_retained, reads, retention, exports_dir)
     queue = next(c for c in consumers if c.consumer == NOTIFICATIONS)
+    circuits = reads.circuits
+    providers = [] if circuits is None else await asyncio.to_thread(circuits.circuits)
     return ChainStatus(
         at=datetime.now(UTC),
         outbox=outbox,
@@ -174,6 +179,7 @@ async def read_chain(
         retained=retained,
         roles=roles,
         work=work,
+        providers=providers,
     )
 
 
@@ -242,6 +248,9 @@ def as_json(status: ChainStatus) -> dict[str, Any]:
             for c in status.consumers
         ],
         "work_classes": {name: _work_class(status, name) for name in WORK_CLASSES},
+        "providers": providers_json(
+            status.providers, {c.consumer: c.lag_events for c in status.consumers}
+        ),
         "saga_deadlines": None
         if status.saga_deadlines is None
         else _plain(attrs.asdict(status.saga_deadlines)),

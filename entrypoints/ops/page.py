@@ -55,6 +55,7 @@ from entrypoints.ops.html import (
     message_page,
     status_page,
 )
+from entrypoints.ops.provider_status import down_lines
 from entrypoints.ops.reads import app_reads
 from entrypoints.ops.session import (
     Session,
@@ -136,7 +137,7 @@ async def page(
     entries = await reads.dead_letters.entries(limit=READ_LIMIT)
     view = StatusView(
         at=chain.at,
-        verdict=verdict(shown["delivery"], shown["roles"]),
+        verdict=verdict(shown["delivery"], shown["roles"], down_lines(shown)),
         rows=rows,
         roles=role_rows(shown),
         charts={row.key: history.series(row.key) for row in rows},

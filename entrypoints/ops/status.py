@@ -39,6 +39,7 @@ from entrypoints.ops.operator_command import (
     connect_within_budget,
     read_once,
 )
+from entrypoints.ops.provider_status import down_lines
 from entrypoints.ops.terminal import OperatorConsole
 
 
@@ -160,6 +161,8 @@ def _verdict(shown: dict[str, Any]) -> Text:
     fact = stalled_fact(shown)
     if fact is not None:
         text.append(f"\n{fact}")
+    for line in down_lines(shown):
+        text.append(f"\n{line}", style="bold red")
     return text
 
 

@@ -89,7 +89,11 @@ def rate(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def verdict(delivery: dict[str, Any], roles: list[dict[str, Any]]) -> Verdict:
+def verdict(
+    delivery: dict[str, Any],
+    roles: list[dict[str, Any]],
+    providers_down: Iterable[str] = (),
+) -> Verdict:
     """The promise to a student enrolling now, kept or broken, in one sentence;
     `roles`: those alive, which say whether a stalled queue has a worker."""
     said = str(delivery["verdict"])
@@ -119,6 +123,7 @@ def verdict(delivery: dict[str, Any], roles: list[dict[str, Any]]) -> Verdict:
     fact = stalled_fact({"delivery": delivery, "roles": roles})
     if fact is not None:
         details.append(fact)
+    details.extend(providers_down)
     return Verdict(on_time=said == ON_TIME, headline=headline, details=details)
 
 

@@ -14,6 +14,7 @@ from adapters.postgres.audit_records import PostgresAuditRecords
 from adapters.postgres.chain_counts import PostgresStatus
 from adapters.postgres.confirmed_counts import SqlConfirmedCounts
 from adapters.postgres.dlq_audit import SqlDlqAuditTrail
+from adapters.postgres.provider_circuits import SqlProviderCircuits
 from adapters.postgres.trace_records import PostgresTrace
 from adapters.postgres.work_lists import PostgresWorkLists
 from application.ports import ConsoleReads
@@ -62,4 +63,5 @@ def console_reads(container: Container, js: JetStreamContext) -> ConsoleReads:
         confirmed=confirmed_counts(container),
         work_lists=work_lists(container),
         dlq_audit=SqlDlqAuditTrail(container.engine),
+        circuits=SqlProviderCircuits(container.engine),
     )

@@ -14,10 +14,12 @@ from collections.abc import Callable
 import attrs
 from nats.js import JetStreamContext
 
+from adapters.nats.circuit_gate import PROBE_KEY, CircuitGate
 from adapters.nats.dead_letters import Owner
 from adapters.nats.heartbeat import HeartbeatWorker
 from adapters.nats.worker import Job, Outage, RateLimit, Worker
 from adapters.postgres.first_failures import FirstFailures
+from adapters.postgres.provider_circuits import SqlProviderCircuit
 from application.contracts.envelope import Envelope
 from application.lesson_lookup import lesson_facts_from
 from application.notifications import (
@@ -26,7 +28,7 @@ from application.notifications import (
     RetryPolicy,
     request_for,
 )
-from application.ports import EmailProvider
+from application.ports import EmailProvider, ProviderCircuit
 from application.purchase_lookup import purchase_facts_from
 from entrypoints.config.catalogue import EXPORTS, NOTIFICATIONS, WORK_CLASSES
 from entrypoints.config.container import Container
@@ -39,6 +41,15 @@ class WorkDeps:
     settings: Settings
     container: Container
     email: EmailProvider
+    # One per process: the job records failures in it, the slots read it.
+    email_circuit: SqlProviderCircuit = attrs.field(
+        default=attrs.Factory(
+            lambda deps: SqlProviderCircuit(
+                deps.container.engine, "email", deps.settings.outage.circuit
+            ),
+            takes_self=True,
+        )
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -52,10 +63,14 @@ NOTIFICATION_SLOTS = WORK_CLASSES[NOTIFICATIONS].slots
 
 
 def notification_job(
-    container: Container, provider: EmailProvider, policy: RetryPolicy | None = None
+    container: Container,
+    provider: EmailProvider,
+    policy: RetryPolicy | None = None,
+    circuit: ProviderCircuit | None = None,
 ) -> Job:
     """The notifications worker's job: the event in, the recorded outcome out."""
     notifier = Notifier(
+        circuit=circuit,
         store=container.notifications,
         provider=provider,
         students=container.students,
@@ -90,6 +105,7 @@ def _notification_worker(
         # One bound for every transient failure of an e-mail, ours or the provider's.
         outage=Outage(attempts=deps.settings.notify_max_attempts),
         ack_wait=deps.settings.ack_wait_seconds,
+        gate=CircuitGate(deps.email_circuit, lambda: deps.email.status(PROBE_KEY)),
     )
 
 
@@ -98,7 +114,12 @@ WIRING: dict[str, WorkWiring] = {
         job=lambda deps: notification_job(
             deps.container,
             deps.email,
-            RetryPolicy(max_attempts=deps.settings.notify_max_attempts),
+            RetryPolicy(
+                max_attempts=deps.settings.notify_max_attempts,
+                give_up_after=deps.settings.outage.give_up_after_s,
+                provider_wait=deps.settings.outage.circuit.probe_every_s,
+            ),
+            deps.email_circuit,
         ),
         worker=_notification_worker,
     ),

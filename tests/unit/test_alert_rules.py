@@ -65,4 +65,5 @@ def test_the_alerts_cover_the_chains_bad_days() -> None:
         "ClubRoleMissing",
         "ClubNoWorker",
         "ClubManualReviewWaiting",
+        "ClubProviderCircuitOpen",
     } <= alerts
