@@ -1,10 +1,11 @@
 """`club saga`: the purchase saga as a long-running process.
 
 Each round: read new purchase events from the notification log (each wakes its
-purchase), claim the purchases whose deadline has come, advance each one as far
-as is due now (`PurchaseSaga.advance`), and write when it must wake next. Several
-processes may run: a claim is exclusive until its lease runs out, and every step
-they could both take is refused by the purchase's version or named by one key.
+purchase), claim a purchase whose deadline has come, advance it as far as is due
+now (`PurchaseSaga.advance`) while its lease is renewed, write when it must wake
+next, and claim the next. Several processes may run: a claim is exclusive until
+its lease runs out, and every step they could both take is refused by the
+purchase's version, by the deadline it was due at, or named by one key.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import count_retries
+from adapters.postgres.claim_keeper import ClaimKeeper
 from adapters.postgres.deadlines import Claim, SagaDeadlines
 from adapters.postgres.saga_feed import SagaFeed
 from adapters.providers.metered import failures_seen
@@ -64,10 +66,13 @@ class SagaProcess:
     def round(self) -> bool:
         """One pass; True if it found work (the next pass may find more)."""
         fed = self._feed.pump()
-        claims = self._deadlines.claim(CLAIM_BATCH)
-        for claim in claims:
-            self._advance(claim)
-        return bool(fed or claims)
+        worked = 0
+        # One purchase per claim: a claim's lease starts when its step starts, so
+        # purchases waiting behind a slow one are never held by a lapsing claim.
+        while worked < CLAIM_BATCH and (claims := self._deadlines.claim(1)):
+            worked += 1
+            self._advance(claims[0])
+        return bool(fed or worked)
 
     def _advance(self, claim: Claim) -> None:
         # The purchase is the saga's unit of work: its id on every line meanwhile.
@@ -79,7 +84,7 @@ class SagaProcess:
         pid = claim.purchase_id
         now = self._clock()
         try:
-            with failures_seen() as seen:
+            with failures_seen() as seen, ClaimKeeper(self._deadlines, claim):
                 next_due = self._saga.advance(pid, now)
         except NotFoundError:  # woken for no purchase: nothing will ever be due
             self._deadlines.release(claim, None, "no such purchase")

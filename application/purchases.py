@@ -133,21 +133,32 @@ class PurchaseUseCases(ClubStore):
         )
 
     def schedule_check(
-        self, purchase_id: UUID, *, reason: str, next_check_at: datetime
+        self,
+        purchase_id: UUID,
+        *,
+        reason: str,
+        next_check_at: datetime,
+        due_at: datetime | None,
     ) -> None:
         self._change_purchase(
             purchase_id,
             _only(
-                lambda p: p.schedule_check(reason=reason, next_check_at=next_check_at)
+                lambda p: p.schedule_check(
+                    reason=reason, next_check_at=next_check_at, due_at=due_at
+                )
             ),
         )
 
     def record_payment_found_pending(
-        self, purchase_id: UUID, *, next_check_at: datetime
+        self, purchase_id: UUID, *, next_check_at: datetime, due_at: datetime | None
     ) -> None:
         self._change_purchase(
             purchase_id,
-            _only(lambda p: p.record_found_pending(next_check_at=next_check_at)),
+            _only(
+                lambda p: p.record_found_pending(
+                    next_check_at=next_check_at, due_at=due_at
+                )
+            ),
         )
 
     def record_payment_not_taken(
@@ -298,13 +309,18 @@ class PurchaseUseCases(ClubStore):
         )
 
     def schedule_refund_retry(
-        self, purchase_id: UUID, *, reason: str, next_attempt_at: datetime
+        self,
+        purchase_id: UUID,
+        *,
+        reason: str,
+        next_attempt_at: datetime,
+        due_at: datetime | None,
     ) -> None:
         self._change_purchase(
             purchase_id,
             _only(
                 lambda p: p.schedule_refund_retry(
-                    reason=reason, next_attempt_at=next_attempt_at
+                    reason=reason, next_attempt_at=next_attempt_at, due_at=due_at
                 )
             ),
         )

@@ -136,6 +136,7 @@ class PurchaseSaga:
                 p.id,
                 reason=f"status lookup failed: {error}",
                 next_check_at=now + self._check_delay(p.checks + 1),
+                due_at=p.next_check_at,
             )
             return
         except PermanentPaymentError as error:  # the replayed charge: declined
@@ -148,7 +149,9 @@ class PurchaseSaga:
             self._purchases.record_payment_not_taken(p.id, reason=reason, retry_at=now)
         elif status is PaymentStatus.PENDING:
             self._purchases.record_payment_found_pending(
-                p.id, next_check_at=now + self._check_delay(p.checks + 1)
+                p.id,
+                next_check_at=now + self._check_delay(p.checks + 1),
+                due_at=p.next_check_at,
             )
 
     def _lookup(self, p: Purchase) -> PaymentStatus:
@@ -214,7 +217,7 @@ class PurchaseSaga:
             self._rng,
         )
         self._purchases.schedule_refund_retry(
-            p.id, reason=reason, next_attempt_at=now + delay
+            p.id, reason=reason, next_attempt_at=now + delay, due_at=p.next_refund_at
         )
 
     def _check_delay(self, checks: int) -> timedelta:

@@ -85,6 +85,10 @@ class RefundNotPendingError(PurchaseStateError):
     """A refund step for a purchase with no refund intent recorded."""
 
 
+class StepNotDueError(PurchaseStateError):
+    """The step's deadline moved since it was decided: another process took it."""
+
+
 class NoAlternativeOfferedError(PurchaseStateError):
     """An alternative lesson is taken only while one is on offer."""
 

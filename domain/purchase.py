@@ -29,6 +29,7 @@ from domain.errors import (
     PaymentMismatchError,
     PaymentStillCheckingError,
     RefundNotPendingError,
+    StepNotDueError,
 )
 
 MAX_HOLD = timedelta(days=1)
@@ -238,17 +239,26 @@ class Purchase(Aggregate):
             raise NotAwaitingPaymentError(self._refusal("record an unknown outcome"))
         self._outcome_unknown(reason=reason, next_check_at=next_check_at, owner=owner)
 
-    def schedule_check(self, *, reason: str, next_check_at: datetime) -> None:
-        """The provider still has no final answer (or could not be asked)."""
+    def schedule_check(
+        self, *, reason: str, next_check_at: datetime, due_at: datetime | None
+    ) -> None:
+        """The provider still has no final answer (or could not be asked).
+
+        `due_at`: the check's deadline the step was decided on; a check counts
+        once per deadline, however many processes looked at it."""
         if not self.payment_open:
             raise NotAwaitingPaymentError(self._refusal("schedule a payment check"))
+        self._require_due(self.next_check_at, due_at, "count a payment check")
         self._schedule_check(reason=reason, next_check_at=next_check_at)
 
-    def record_found_pending(self, *, next_check_at: datetime) -> None:
+    def record_found_pending(
+        self, *, next_check_at: datetime, due_at: datetime | None
+    ) -> None:
         """The provider holds the charge, not yet paid: the outcome is known again,
         so a check that was unsure ends, and the hold's expiry applies once more."""
         if not self.payment_open:
             raise NotAwaitingPaymentError(self._refusal("record a pending charge"))
+        self._require_due(self.next_check_at, due_at, "count a payment check")
         self._found_pending(next_check_at=next_check_at)
 
     def record_not_taken(self, *, reason: str, retry_at: datetime) -> None:
@@ -335,9 +345,13 @@ class Purchase(Aggregate):
             raise RefundNotPendingError(self._refusal("record a refund accepted"))
         self._refund_accepted(refund_id=refund_id, next_check_at=next_check_at)
 
-    def schedule_refund_retry(self, *, reason: str, next_attempt_at: datetime) -> None:
+    def schedule_refund_retry(
+        self, *, reason: str, next_attempt_at: datetime, due_at: datetime | None
+    ) -> None:
+        """`due_at`: the attempt's deadline the step was decided on (counted once)."""
         if self.status is not Status.REFUND_PENDING:
             raise RefundNotPendingError(self._refusal("retry a refund"))
+        self._require_due(self.next_refund_at, due_at, "count a refund attempt")
         self._refund_retry(reason=reason, next_attempt_at=next_attempt_at)
 
     def record_refunded(self, *, refund_id: str) -> None:
@@ -355,6 +369,14 @@ class Purchase(Aggregate):
         if self.status in final:
             raise NotRefundableError(self._refusal("ask for a review"))
         self._review(reason=reason, owner=owner)
+
+    def _require_due(
+        self, deadline: datetime | None, due_at: datetime | None, what: str
+    ) -> None:
+        # Each counted step moves its deadline: a step decided on an older one was
+        # already taken (by a process whose claim lapsed, or ours before a restart).
+        if deadline != due_at:
+            raise StepNotDueError(self._refusal(f"{what} due at {due_at}"))
 
     def _refusal(self, what: str) -> str:
         return f"purchase {self.id} is {self.status}: cannot {what}"
