@@ -337,6 +337,26 @@ class PurchaseUseCases(ClubStore):
             purchase_id, _only(lambda p: p.require_review(reason=reason, owner=owner))
         )
 
+    def bought_seat_of(self, enrollment: Enrollment) -> Purchase | None:
+        """The purchase whose money bought this enrollment, or None (a free seat).
+
+        Its id follows from the enrollment's lesson and request (a consented
+        alternative's from the purchase whose money it took)."""
+        request = enrollment.request_id
+        candidates = [purchase_id_for(enrollment.lesson_id, request)]
+        if request.startswith(ALTERNATIVE_REQUEST):
+            try:
+                late = UUID(request.removeprefix(ALTERNATIVE_REQUEST))
+            except ValueError:
+                late = None
+            if late is not None:
+                candidates.append(alternative_id_for(late, enrollment.lesson_id))
+        for candidate in candidates:
+            purchase = self._find_purchase(candidate)
+            if purchase is not None and purchase.enrollment_id == enrollment.id:
+                return purchase
+        return None
+
     # -- plumbing -------------------------------------------------------------
 
     def _released_hold(self, purchase: Purchase) -> list[Aggregate]:

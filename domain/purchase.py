@@ -338,6 +338,19 @@ class Purchase(Aggregate):
             requested_at=now,
         )
 
+    def refund_cancelled_seat(self, *, enrollment_id: UUID, now: datetime) -> None:
+        """The student cancelled the enrollment this money bought: the money goes
+        back, under the payment's one refund key (the caller releases the seat)."""
+        if self.status is not Status.CONFIRMED or self.enrollment_id != enrollment_id:
+            raise NotRefundableError(self._refusal("refund a cancelled seat"))
+        if self.payment_id is None:
+            raise NoCapturedPaymentError(self._refusal("refund a cancelled seat"))
+        self._request_refund(
+            refund_key=refund_key_for(self.payment_id),
+            amount_cents=self.captured_cents,
+            requested_at=now,
+        )
+
     def record_refund_accepted(
         self, *, refund_id: str, next_check_at: datetime
     ) -> None:

@@ -19,12 +19,14 @@ from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.tables import saga_positions
 
 FEED = "saga"
-# The facts that need the saga's attention: a new hold, and what the outside
-# world reported. (Its own steps' events need none: it decides right after them.)
+# The facts that need the saga's attention: a new hold, what the outside world
+# reported, and a refund asked for by a cancelled seat. (Its own steps' events
+# need none: it decides right after them.)
 WAKING_TOPICS = tuple(
     f"domain.purchase:Purchase.{name}"
     for name in (
         "Reserved",
+        "RefundRequested",
         "PaymentCaptured",
         "PaymentDeclined",
         "Refunded",

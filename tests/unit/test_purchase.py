@@ -317,3 +317,33 @@ def test_a_refund_attempt_counts_once_per_deadline() -> None:
     with pytest.raises(StepNotDueError):
         purchase.schedule_refund_retry(reason="503", next_attempt_at=LATER, due_at=due)
     assert (purchase.refund_attempts, purchase.next_refund_at) == (1, retry)
+
+
+def confirmed(p: Purchase) -> None:
+    p.record_captured(payment_id="pay 1 ü", amount_cents=2500)
+    p.grant_access(enrollment_id=ENROLLMENT)
+
+
+ENROLLMENT = uuid4()
+
+
+def test_a_cancelled_bought_seat_records_the_refund_under_the_payments_key() -> None:
+    purchase = given(reserved, requested, confirmed)
+    [intent] = when(
+        purchase,
+        lambda p: p.refund_cancelled_seat(enrollment_id=ENROLLMENT, now=LATER),
+    )
+    assert isinstance(intent, Purchase.RefundRequested)
+    assert (intent.refund_key, intent.amount_cents) == (refund_key_for("pay 1 ü"), 2500)
+    assert purchase.status is Status.REFUND_PENDING
+    with pytest.raises(NotRefundableError):  # a second cancel refunds nothing more
+        purchase.refund_cancelled_seat(enrollment_id=ENROLLMENT, now=LATER)
+
+
+def test_only_the_enrollment_the_money_bought_refunds_it() -> None:
+    purchase = given(reserved, requested, confirmed)
+    with pytest.raises(NotRefundableError):
+        purchase.refund_cancelled_seat(enrollment_id=uuid4(), now=LATER)
+    assert given(reserved).status is Status.RESERVED
+    with pytest.raises(NotRefundableError):
+        given(reserved).refund_cancelled_seat(enrollment_id=ENROLLMENT, now=LATER)
