@@ -33,6 +33,9 @@ log = structlog.get_logger()
 CLAIM_BATCH = 16
 SAGA = "saga"  # its `consumer` label on the retry counter
 MAX_ERROR_DELAY_S = 30.0
+# Steps failing for a reason no retry classifies (a bug, a value nobody expected):
+# after this many in a row (about 30 s of retries), a person decides.
+GIVE_UP_AFTER = 6
 # A purchase whose step failed: 1 s after the first failure, doubling to 30 s,
 # equal jitter (never ~0: a failing purchase does not spin).
 ERROR_RETRY = BackoffPolicy(first=1.0, cap=MAX_ERROR_DELAY_S, jitter=Jitter.EQUAL)
@@ -96,12 +99,37 @@ class SagaProcess:
             count_retries(SAGA, kind)
             failures = self._failures.get(pid, 0) + 1
             self._failures[pid] = failures
-            delay = ERROR_RETRY.delay(failures)
             log.warning("saga.step_failed", purchase_id=str(pid), error=repr(error))
+            if kind == "unknown" and failures >= GIVE_UP_AFTER:
+                self._give_up(claim, error, failures)
+                return
+            delay = ERROR_RETRY.delay(failures)
             self._deadlines.release(
                 claim, now + timedelta(seconds=delay), repr(error)[:500], as_of=now
             )
             return
+        self._finish(claim, next_due, now, seen)
+
+    def _give_up(self, claim: Claim, error: Exception, failures: int) -> None:
+        """A step that failed the same unknown way again and again will not pass by
+        waiting: a person decides, with the error as the reason."""
+        pid = claim.purchase_id
+        reason = f"the saga's step failed {failures} times: {error!r}"[:500]
+        try:
+            self._saga.give_up(pid, reason)
+        except Exception as failed:  # kept, and retried as before
+            log.warning("saga.give_up_failed", purchase_id=str(pid), error=repr(failed))
+            now = self._clock()
+            delay = timedelta(seconds=MAX_ERROR_DELAY_S)
+            self._deadlines.release(claim, now + delay, repr(error)[:500], as_of=now)
+            return
+        self._failures.pop(pid, None)
+        self._deadlines.release(claim, None, reason)
+
+    def _finish(
+        self, claim: Claim, next_due: datetime | None, now: datetime, seen: list[str]
+    ) -> None:
+        pid = claim.purchase_id
         self._failures.pop(pid, None)
         # Each transient or unknown provider answer becomes a later try (charge
         # again, look the payment up, refund again): a retry of that class.
