@@ -25,10 +25,12 @@ from domain.errors import (
     NoAlternativeOfferedError,
     NoCapturedPaymentError,
     NotAwaitingPaymentError,
+    NotInReviewError,
     NotRefundableError,
     PaymentMismatchError,
     PaymentStillCheckingError,
     RefundNotPendingError,
+    ResolutionRefusedError,
     StepNotDueError,
 )
 
@@ -48,6 +50,15 @@ class Status(enum.StrEnum):
     REFUND_PENDING = "refund_pending"  # intent recorded; provider not confirmed yet
     REFUNDED = "refunded"
     MANUAL_REVIEW = "manual_review"  # an owner decides; nothing moves on its own
+    CANCELLED = "cancelled"  # an operator cancelled it in review: no charge, no seat
+
+
+class Resolution(enum.StrEnum):
+    """What an operator decides for a purchase in manual review."""
+
+    REFUND = "refund"  # the captured money goes back (the saga refunds it)
+    CONFIRM = "confirm"  # the captured money buys the seat: access is granted
+    CANCEL = "cancel"  # nothing was captured: the seat goes back, nothing is charged
 
 
 AWAITING_PAYMENT = {Status.RESERVED, Status.PAYMENT_PENDING, Status.PAYMENT_CHECKING}
@@ -149,6 +160,12 @@ class Purchase(Aggregate):
         reason: str
         owner: str
 
+    class ReviewResolved(Aggregate.Event):
+        decision: str  # a Resolution's value
+        operator: str
+        reason: str
+        resolved_at: datetime
+
     @event(Reserved)
     def __init__(
         self,
@@ -189,6 +206,8 @@ class Purchase(Aggregate):
         self.refunded = False
         self.review_reason: str | None = None
         self.review_owner: str | None = None
+        self.resolved_by: str | None = None
+        self.resolution: str | None = None
 
     @classmethod
     def reserve(
@@ -383,6 +402,54 @@ class Purchase(Aggregate):
             raise NotRefundableError(self._refusal("ask for a review"))
         self._review(reason=reason, owner=owner)
 
+    def resolve_review(
+        self,
+        *,
+        decision: Resolution,
+        operator: str,
+        reason: str,
+        now: datetime,
+        enrollment_id: UUID | None = None,
+    ) -> None:
+        """An operator's decision on a purchase in manual review, with who and why.
+
+        Only manual review is settled by a person: in every other state the saga
+        still owns the next step. Refund and confirm need captured money (confirm
+        also the `enrollment_id` its seat becomes); cancel needs none captured."""
+        if self.status is not Status.MANUAL_REVIEW:
+            raise NotInReviewError(self._refusal(f"resolve it with --{decision}"))
+        if not operator.strip() or not reason.strip():
+            raise ResolutionRefusedError("a decision names its operator and reason")
+        captured = self.payment_id is not None and self.funded_by is None
+        if decision is Resolution.CANCEL and self.payment_id is not None:
+            msg = f"purchase {self.id} captured {self.captured_cents} cents"
+            raise ResolutionRefusedError(
+                f"{msg}: resolve it with --refund or --confirm"
+            )
+        if decision is not Resolution.CANCEL and not captured:
+            msg = f"purchase {self.id} has no captured payment"
+            raise ResolutionRefusedError(f"{msg}: resolve it with --cancel")
+        if decision is Resolution.REFUND and self.refunded:
+            raise ResolutionRefusedError(f"purchase {self.id} is already refunded")
+        if decision is Resolution.CONFIRM and enrollment_id is None:
+            raise ResolutionRefusedError("confirming names the enrollment it becomes")
+        self._resolve(
+            decision=decision.value,
+            operator=operator,
+            reason=reason,
+            resolved_at=now,
+        )
+        if decision is Resolution.CONFIRM:
+            assert enrollment_id is not None  # noqa: S101 - checked above
+            self._grant(enrollment_id=enrollment_id)
+        elif decision is Resolution.REFUND and self.refund_key is None:
+            assert self.payment_id is not None  # noqa: S101 - captured, checked above
+            self._request_refund(
+                refund_key=refund_key_for(self.payment_id),
+                amount_cents=self.captured_cents,
+                requested_at=now,
+            )
+
     def _require_due(
         self, deadline: datetime | None, due_at: datetime | None, what: str
     ) -> None:
@@ -512,6 +579,27 @@ class Purchase(Aggregate):
         self.refund_id = refund_id
         self.refunded = True
         self.next_refund_at = None
+
+    @event(ReviewResolved)
+    def _resolve(
+        self, decision: str, operator: str, reason: str, resolved_at: datetime
+    ) -> None:
+        self.resolved_by = operator
+        self.resolution = decision
+        self.status = Status.CAPTURED  # confirm: AccessGranted follows at once
+        if decision == Resolution.CANCEL:
+            self.status = Status.CANCELLED
+            self.hold_active = False  # the caller releases a seat still held
+            self.payment_open = False
+            self.next_check_at = None
+            self.next_charge_at = None
+        elif decision == Resolution.REFUND:
+            # A refund intent recorded before the review is tried afresh under its
+            # key; without one, RefundRequested follows at once.
+            self.status = Status.REFUND_PENDING
+            self.hold_active = False
+            self.refund_attempts = 0
+            self.next_refund_at = resolved_at
 
     @event(ManualReviewRequired)
     def _review(self, reason: str, owner: str) -> None:

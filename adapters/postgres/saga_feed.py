@@ -20,13 +20,14 @@ from adapters.postgres.tables import saga_positions
 
 FEED = "saga"
 # The facts that need the saga's attention: a new hold, what the outside world
-# reported, and a refund asked for by a cancelled seat. (Its own steps' events
-# need none: it decides right after them.)
+# reported, a refund asked for by a cancelled seat, an operator's decision. (Its
+# own steps' events need none: it decides right after them.)
 WAKING_TOPICS = tuple(
     f"domain.purchase:Purchase.{name}"
     for name in (
         "Reserved",
         "RefundRequested",
+        "ReviewResolved",
         "PaymentCaptured",
         "PaymentDeclined",
         "Refunded",

@@ -132,6 +132,7 @@ def test_which_purchase_facts_are_published_is_pinned() -> None:
         "Purchase.Refunded": "Refunded",
         "Purchase.ManualReviewRequired": "ManualReviewRequired",
         "Purchase.AlternativeOffered": "AlternativeOffered",
+        "Purchase.ReviewResolved": "ReviewResolved",
     }
 
 
