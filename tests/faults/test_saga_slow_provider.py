@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.faults.saga_world import World, world_for
 
@@ -28,6 +29,7 @@ def lookups_of(world: World, purchase_id: str) -> list[dict[str, Any]]:
     return [x for x in answer.json()["lookups"] if x["key"] == key]
 
 
+@pytest.mark.timeout(300)  # five processes start, then every call takes 4.5 s
 def test_two_sagas_behind_a_slow_provider_count_each_check_once(
     world_for: Any,
 ) -> None:
