@@ -275,7 +275,8 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
         return replay(request, stored[request_id(request)])
 
     def cancel_enrollment(self, cmd: CancelEnrollment) -> EnrollmentView:
-        """Release the seat; cancelling twice is answered like the first time."""
+        """Release the seat, and refund a bought one in the same save (decision of
+        2026-12-02); cancelling twice is answered like the first time."""
         for attempt in range(MAX_ATTEMPTS):
             enrollment = self.get_enrollment(cmd.enrollment_id)
             lesson = self.get_lesson(enrollment.lesson_id)
@@ -284,8 +285,11 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
             except EnrollmentCancelledError:
                 return _view(enrollment)
             lesson.release_seat(enrollment_id=enrollment.id)
+            bought = self.bought_seat_of(enrollment)
+            if bought is not None:  # its money goes back: the saga refunds it
+                bought.refund_cancelled_seat(enrollment_id=enrollment.id, now=cmd.now)
             try:
-                self.save(lesson, enrollment)
+                self.save(lesson, enrollment, *([bought] if bought else []))
             except IntegrityError:
                 back_off(attempt)
                 continue

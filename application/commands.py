@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 import attrs
@@ -29,6 +29,8 @@ class EnrollStudent:
 class CancelEnrollment:
     enrollment_id: UUID
     reason: str = "cancelled by student"
+    # When the student cancelled: a bought seat's refund is due from then.
+    now: datetime = attrs.field(factory=lambda: datetime.now(UTC))
 
 
 @attrs.frozen(kw_only=True)

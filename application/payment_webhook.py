@@ -19,7 +19,13 @@ from datetime import datetime
 import attrs
 
 from application.email import MAX_KEY_LENGTH, check_key
-from application.payment_amount import check_amount
+from application.provider_values import (
+    UnusableAnswerError,
+    UnusableWebhookError,
+    provider_amount,
+    provider_id,
+    provider_time,
+)
 
 SIGNATURE_HEADER = "Club-Signature"
 SIGNATURE_TOLERANCE_S = 300  # Stripe's default: five minutes either way
@@ -66,22 +72,36 @@ class Webhook:
 
     @classmethod
     def from_json(cls, body: bytes) -> Webhook:
-        """Raises `ValueError` naming what is wrong (verify the signature first)."""
+        """Raises `ValueError` naming what is wrong (verify the signature first):
+        `UnusableWebhookError` when the envelope (id, type, our key) is readable
+        but a value of the fact is not one Club can act on."""
         try:
             data = json.loads(body)
-            refund_id = data.get("refund_id")
-            webhook = cls(
-                event_id=_text(data["id"]),
-                type=WebhookType(data["type"]),
-                payment_id=_text(data["payment_id"]),
-                idempotency_key=check_key(data["idempotency_key"]),
-                reference=_text(data["reference"]),
-                amount_cents=check_amount(data["amount_cents"]),
-                occurred_at=datetime.fromisoformat(data["occurred_at"]),
-                refund_id=None if refund_id is None else _text(refund_id),
-            )
+            event_id = _text(data["id"])
+            kind = WebhookType(data["type"])
+            key = check_key(data["idempotency_key"])
         except (KeyError, TypeError, AttributeError, RecursionError) as error:
             raise ValueError(f"not a payment webhook: {error!r}") from None
+        try:
+            refund_id = data.get("refund_id")
+            webhook = cls(
+                event_id=event_id,
+                type=kind,
+                payment_id=provider_id(data.get("payment_id"), "payment id"),
+                idempotency_key=key,
+                reference=provider_id(data.get("reference"), "reference"),
+                amount_cents=provider_amount(data.get("amount_cents")),
+                occurred_at=provider_time(data.get("occurred_at"), "occurred_at"),
+                refund_id=None
+                if refund_id is None
+                else provider_id(refund_id, "refund id"),
+            )
+        except UnusableAnswerError as error:
+            raise UnusableWebhookError(
+                f"{kind.value} webhook {event_id}: {error}",
+                event_id=event_id,
+                idempotency_key=key,
+            ) from None
         return webhook
 
 

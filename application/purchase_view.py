@@ -62,7 +62,7 @@ def view_of(purchase: Purchase) -> PurchaseView:
     )
 
 
-def next_step(p: Purchase) -> str:  # noqa: PLR0911 - one sentence per state
+def next_step(p: Purchase) -> str:  # noqa: PLR0911, PLR0912 - one sentence per state
     """One sentence: what happens next and when (never a promise not yet kept)."""
     s = p.status
     if s is Status.RESERVED:
@@ -100,4 +100,6 @@ def next_step(p: Purchase) -> str:  # noqa: PLR0911 - one sentence per state
         return "a refund is on its way; the provider has not confirmed it yet"
     if s is Status.REFUNDED:
         return "refunded"
+    if s is Status.CANCELLED:
+        return "cancelled after a review; the seat was released, nothing was charged"
     return f"{p.review_owner} reviews this purchase by hand: {p.review_reason}"

@@ -24,7 +24,7 @@ from application.ids import CLUB_NS
 from application.purchase_view import PurchaseView, view_of
 from domain.enrollment import Enrollment
 from domain.errors import AlternativePriceError
-from domain.purchase import Purchase, Status
+from domain.purchase import Purchase, Resolution, Status
 
 KEY_PREFIX = "purchase-"
 ALTERNATIVE_REQUEST = "alternative-of-"  # the request id of a consented alternative
@@ -133,21 +133,32 @@ class PurchaseUseCases(ClubStore):
         )
 
     def schedule_check(
-        self, purchase_id: UUID, *, reason: str, next_check_at: datetime
+        self,
+        purchase_id: UUID,
+        *,
+        reason: str,
+        next_check_at: datetime,
+        due_at: datetime | None,
     ) -> None:
         self._change_purchase(
             purchase_id,
             _only(
-                lambda p: p.schedule_check(reason=reason, next_check_at=next_check_at)
+                lambda p: p.schedule_check(
+                    reason=reason, next_check_at=next_check_at, due_at=due_at
+                )
             ),
         )
 
     def record_payment_found_pending(
-        self, purchase_id: UUID, *, next_check_at: datetime
+        self, purchase_id: UUID, *, next_check_at: datetime, due_at: datetime | None
     ) -> None:
         self._change_purchase(
             purchase_id,
-            _only(lambda p: p.record_found_pending(next_check_at=next_check_at)),
+            _only(
+                lambda p: p.record_found_pending(
+                    next_check_at=next_check_at, due_at=due_at
+                )
+            ),
         )
 
     def record_payment_not_taken(
@@ -298,13 +309,18 @@ class PurchaseUseCases(ClubStore):
         )
 
     def schedule_refund_retry(
-        self, purchase_id: UUID, *, reason: str, next_attempt_at: datetime
+        self,
+        purchase_id: UUID,
+        *,
+        reason: str,
+        next_attempt_at: datetime,
+        due_at: datetime | None,
     ) -> None:
         self._change_purchase(
             purchase_id,
             _only(
                 lambda p: p.schedule_refund_retry(
-                    reason=reason, next_attempt_at=next_attempt_at
+                    reason=reason, next_attempt_at=next_attempt_at, due_at=due_at
                 )
             ),
         )
@@ -320,6 +336,72 @@ class PurchaseUseCases(ClubStore):
         return self._change_purchase(
             purchase_id, _only(lambda p: p.require_review(reason=reason, owner=owner))
         )
+
+    def resolve_review(
+        self,
+        purchase_id: UUID,
+        *,
+        decision: Resolution,
+        operator: str,
+        reason: str,
+        now: datetime,
+    ) -> PurchaseView:
+        """An operator settles a purchase in manual review; the seat moves in the
+        same save (confirm: the hold, or a free seat, becomes the enrollment;
+        refund and cancel: a seat still held goes back), and the saga carries a
+        refund on from the recorded intent."""
+
+        def resolve(purchase: Purchase) -> list[Aggregate]:
+            was_holding = purchase.hold_active
+            enrollment_id = enrollment_id_of(purchase.id)
+            purchase.resolve_review(
+                decision=decision,
+                operator=operator,
+                reason=reason,
+                now=now,
+                enrollment_id=enrollment_id,
+            )
+            if decision is not Resolution.CONFIRM:
+                return self._released_hold(purchase) if was_holding else []
+            lesson = self.get_lesson(purchase.lesson_id)
+            if not was_holding:  # the hold went: a seat if one is free, else
+                # LessonFullError (held and converted in this one save)
+                lesson.hold_seat(
+                    purchase_id=purchase.id,
+                    student_id=purchase.student_id,
+                    until=now + timedelta(minutes=1),
+                )
+            lesson.convert_hold(purchase_id=purchase.id, enrollment_id=enrollment_id)
+            enrollment = Enrollment.confirm(
+                enrollment_id=enrollment_id,
+                lesson_id=lesson.id,
+                student_id=purchase.student_id,
+                request_id=purchase.request_id,
+                lesson_starts_at=lesson.starts_at,
+            )
+            return [lesson, enrollment]
+
+        return self._change_purchase(purchase_id, resolve)
+
+    def bought_seat_of(self, enrollment: Enrollment) -> Purchase | None:
+        """The purchase whose money bought this enrollment, or None (a free seat).
+
+        Its id follows from the enrollment's lesson and request (a consented
+        alternative's from the purchase whose money it took)."""
+        request = enrollment.request_id
+        candidates = [purchase_id_for(enrollment.lesson_id, request)]
+        if request.startswith(ALTERNATIVE_REQUEST):
+            try:
+                late = UUID(request.removeprefix(ALTERNATIVE_REQUEST))
+            except ValueError:
+                late = None
+            if late is not None:
+                candidates.append(alternative_id_for(late, enrollment.lesson_id))
+        for candidate in candidates:
+            purchase = self._find_purchase(candidate)
+            if purchase is not None and purchase.enrollment_id == enrollment.id:
+                return purchase
+        return None
 
     # -- plumbing -------------------------------------------------------------
 

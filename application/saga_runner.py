@@ -9,7 +9,9 @@ decision, and each failure class has its own next step:
 
 - declined / refused for good: recorded; the seat is released;
 - transient (nothing accepted): charge again later, with backoff and jitter;
-- outcome unknown: `payment_checking`; status lookups, then a person.
+- outcome unknown: `payment_checking`; status lookups, then a person;
+- answered with a value Club cannot act on (an id it cannot store, another key,
+  a malformed amount): a person, with the reason; money may have moved.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from application.payment import (
     TransientPaymentError,
 )
 from application.ports import PaymentProvider
+from application.provider_values import UnusableAnswerError
 from application.purchases import PurchaseUseCases
 from application.saga import (
     CHECK_OWNER,
@@ -117,6 +120,8 @@ class PurchaseSaga:
             self._purchases.record_payment_not_taken(
                 p.id, reason=str(error), retry_at=now + delay
             )
+        except UnusableAnswerError as error:  # money may have moved: a person looks
+            self._review(p, f"charge answered, unusable: {error}")
         except PaymentOutcomeUnknownError as error:
             self._purchases.record_payment_unknown(
                 p.id,
@@ -136,10 +141,14 @@ class PurchaseSaga:
                 p.id,
                 reason=f"status lookup failed: {error}",
                 next_check_at=now + self._check_delay(p.checks + 1),
+                due_at=p.next_check_at,
             )
             return
         except PermanentPaymentError as error:  # the replayed charge: declined
             self._purchases.record_payment_declined(p.id, reason=str(error))
+            return
+        except UnusableAnswerError as error:
+            self._review(p, f"payment lookup answered, unusable: {error}")
             return
         reason = f"provider says {status.value}"
         if status is PaymentStatus.DECLINED:
@@ -148,7 +157,9 @@ class PurchaseSaga:
             self._purchases.record_payment_not_taken(p.id, reason=reason, retry_at=now)
         elif status is PaymentStatus.PENDING:
             self._purchases.record_payment_found_pending(
-                p.id, next_check_at=now + self._check_delay(p.checks + 1)
+                p.id,
+                next_check_at=now + self._check_delay(p.checks + 1),
+                due_at=p.next_check_at,
             )
 
     def _lookup(self, p: Purchase) -> PaymentStatus:
@@ -175,9 +186,10 @@ class PurchaseSaga:
         try:
             refund = self._provider.refund(p.payment_id, p.refund_cents, p.refund_key)
         except PermanentPaymentError as error:
-            self._purchases.require_review(
-                p.id, reason=f"refund refused: {error}", owner=CHECK_OWNER
-            )
+            self._review(p, f"refund refused: {error}")
+            return
+        except UnusableAnswerError as error:
+            self._review(p, f"refund answered, unusable: {error}")
             return
         except (TransientPaymentError, PaymentOutcomeUnknownError) as error:
             # Unknown is safe to repeat: the same key names the same refund.
@@ -214,8 +226,16 @@ class PurchaseSaga:
             self._rng,
         )
         self._purchases.schedule_refund_retry(
-            p.id, reason=reason, next_attempt_at=now + delay
+            p.id, reason=reason, next_attempt_at=now + delay, due_at=p.next_refund_at
         )
+
+    def _review(self, p: Purchase, reason: str) -> None:
+        self._purchases.require_review(p.id, reason=reason, owner=CHECK_OWNER)
+
+    def give_up(self, purchase_id: UUID, reason: str) -> None:
+        """A step that keeps failing for a reason no retry changes: a person
+        decides, instead of the saga trying for ever."""
+        self._purchases.require_review(purchase_id, reason=reason, owner=CHECK_OWNER)
 
     def _check_delay(self, checks: int) -> timedelta:
         policy = self._policy

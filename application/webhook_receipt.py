@@ -17,6 +17,7 @@ from application.errors import NotFoundError
 from application.payment_webhook import Webhook, WebhookType
 from application.ports import WebhookRecords
 from application.purchases import PurchaseUseCases, purchase_id_from_key
+from application.saga import CHECK_OWNER
 from domain.errors import DomainError
 
 
@@ -75,6 +76,24 @@ class WebhookUseCases(PurchaseUseCases):
         return WebhookOutcome(
             event_id=webhook.event_id, handled=handled, outcome=words, refusal=refusal
         )
+
+    def review_unusable_webhook(self, idempotency_key: str, reason: str) -> str:
+        """A signed webhook about our purchase whose values Club cannot act on: money
+        may have moved, so the purchase waits for a person, with the reason. Its
+        redeliveries change nothing (the first reason stands). Returns the words
+        for the refusal's answer."""
+        purchase_id = purchase_id_from_key(idempotency_key)
+        if purchase_id is None:
+            return Handled.NO_SUCH_PURCHASE.value
+        try:
+            view = self.require_review(
+                purchase_id, reason=f"unusable webhook: {reason}", owner=CHECK_OWNER
+            )
+        except NotFoundError:
+            return Handled.NO_SUCH_PURCHASE.value
+        except DomainError as error:  # settled already: nothing waits on it
+            return f"purchase left as it is: {error}"
+        return f"purchase {purchase_id} is {view.status}"
 
     def _record_fact(
         self, webhook: Webhook, purchase_id: UUID | None

@@ -40,6 +40,7 @@ PURCHASE_MAY_KEEP: tuple[type[Any], ...] = (
     Purchase.PaymentDeclined,
     Purchase.RefundAccepted,
     Purchase.RefundRetryScheduled,
+    Purchase.ReviewResolved,  # refund, confirm or cancel: each leaves its own
 )
 EXPORT_SETS: dict[type[Any], ExportStatus] = {
     Export.Requested: ExportStatus.PENDING,

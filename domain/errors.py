@@ -85,6 +85,19 @@ class RefundNotPendingError(PurchaseStateError):
     """A refund step for a purchase with no refund intent recorded."""
 
 
+class StepNotDueError(PurchaseStateError):
+    """The step's deadline moved since it was decided: another process took it."""
+
+
+class NotInReviewError(PurchaseStateError):
+    """Only a purchase waiting in manual review is settled by an operator."""
+
+
+class ResolutionRefusedError(PurchaseStateError):
+    """The decision does not fit what happened to the money (refund what was never
+    captured, cancel what was); the message names the decision that fits."""
+
+
 class NoAlternativeOfferedError(PurchaseStateError):
     """An alternative lesson is taken only while one is on offer."""
 

@@ -25,10 +25,13 @@ from domain.errors import (
     NoAlternativeOfferedError,
     NoCapturedPaymentError,
     NotAwaitingPaymentError,
+    NotInReviewError,
     NotRefundableError,
     PaymentMismatchError,
     PaymentStillCheckingError,
     RefundNotPendingError,
+    ResolutionRefusedError,
+    StepNotDueError,
 )
 
 MAX_HOLD = timedelta(days=1)
@@ -47,6 +50,15 @@ class Status(enum.StrEnum):
     REFUND_PENDING = "refund_pending"  # intent recorded; provider not confirmed yet
     REFUNDED = "refunded"
     MANUAL_REVIEW = "manual_review"  # an owner decides; nothing moves on its own
+    CANCELLED = "cancelled"  # an operator cancelled it in review: no charge, no seat
+
+
+class Resolution(enum.StrEnum):
+    """What an operator decides for a purchase in manual review."""
+
+    REFUND = "refund"  # the captured money goes back (the saga refunds it)
+    CONFIRM = "confirm"  # the captured money buys the seat: access is granted
+    CANCEL = "cancel"  # nothing was captured: the seat goes back, nothing is charged
 
 
 AWAITING_PAYMENT = {Status.RESERVED, Status.PAYMENT_PENDING, Status.PAYMENT_CHECKING}
@@ -148,6 +160,12 @@ class Purchase(Aggregate):
         reason: str
         owner: str
 
+    class ReviewResolved(Aggregate.Event):
+        decision: str  # a Resolution's value
+        operator: str
+        reason: str
+        resolved_at: datetime
+
     @event(Reserved)
     def __init__(
         self,
@@ -188,6 +206,8 @@ class Purchase(Aggregate):
         self.refunded = False
         self.review_reason: str | None = None
         self.review_owner: str | None = None
+        self.resolved_by: str | None = None
+        self.resolution: str | None = None
 
     @classmethod
     def reserve(
@@ -238,17 +258,26 @@ class Purchase(Aggregate):
             raise NotAwaitingPaymentError(self._refusal("record an unknown outcome"))
         self._outcome_unknown(reason=reason, next_check_at=next_check_at, owner=owner)
 
-    def schedule_check(self, *, reason: str, next_check_at: datetime) -> None:
-        """The provider still has no final answer (or could not be asked)."""
+    def schedule_check(
+        self, *, reason: str, next_check_at: datetime, due_at: datetime | None
+    ) -> None:
+        """The provider still has no final answer (or could not be asked).
+
+        `due_at`: the check's deadline the step was decided on; a check counts
+        once per deadline, however many processes looked at it."""
         if not self.payment_open:
             raise NotAwaitingPaymentError(self._refusal("schedule a payment check"))
+        self._require_due(self.next_check_at, due_at, "count a payment check")
         self._schedule_check(reason=reason, next_check_at=next_check_at)
 
-    def record_found_pending(self, *, next_check_at: datetime) -> None:
+    def record_found_pending(
+        self, *, next_check_at: datetime, due_at: datetime | None
+    ) -> None:
         """The provider holds the charge, not yet paid: the outcome is known again,
         so a check that was unsure ends, and the hold's expiry applies once more."""
         if not self.payment_open:
             raise NotAwaitingPaymentError(self._refusal("record a pending charge"))
+        self._require_due(self.next_check_at, due_at, "count a payment check")
         self._found_pending(next_check_at=next_check_at)
 
     def record_not_taken(self, *, reason: str, retry_at: datetime) -> None:
@@ -328,6 +357,19 @@ class Purchase(Aggregate):
             requested_at=now,
         )
 
+    def refund_cancelled_seat(self, *, enrollment_id: UUID, now: datetime) -> None:
+        """The student cancelled the enrollment this money bought: the money goes
+        back, under the payment's one refund key (the caller releases the seat)."""
+        if self.status is not Status.CONFIRMED or self.enrollment_id != enrollment_id:
+            raise NotRefundableError(self._refusal("refund a cancelled seat"))
+        if self.payment_id is None:
+            raise NoCapturedPaymentError(self._refusal("refund a cancelled seat"))
+        self._request_refund(
+            refund_key=refund_key_for(self.payment_id),
+            amount_cents=self.captured_cents,
+            requested_at=now,
+        )
+
     def record_refund_accepted(
         self, *, refund_id: str, next_check_at: datetime
     ) -> None:
@@ -335,9 +377,13 @@ class Purchase(Aggregate):
             raise RefundNotPendingError(self._refusal("record a refund accepted"))
         self._refund_accepted(refund_id=refund_id, next_check_at=next_check_at)
 
-    def schedule_refund_retry(self, *, reason: str, next_attempt_at: datetime) -> None:
+    def schedule_refund_retry(
+        self, *, reason: str, next_attempt_at: datetime, due_at: datetime | None
+    ) -> None:
+        """`due_at`: the attempt's deadline the step was decided on (counted once)."""
         if self.status is not Status.REFUND_PENDING:
             raise RefundNotPendingError(self._refusal("retry a refund"))
+        self._require_due(self.next_refund_at, due_at, "count a refund attempt")
         self._refund_retry(reason=reason, next_attempt_at=next_attempt_at)
 
     def record_refunded(self, *, refund_id: str) -> None:
@@ -355,6 +401,62 @@ class Purchase(Aggregate):
         if self.status in final:
             raise NotRefundableError(self._refusal("ask for a review"))
         self._review(reason=reason, owner=owner)
+
+    def resolve_review(
+        self,
+        *,
+        decision: Resolution,
+        operator: str,
+        reason: str,
+        now: datetime,
+        enrollment_id: UUID | None = None,
+    ) -> None:
+        """An operator's decision on a purchase in manual review, with who and why.
+
+        Only manual review is settled by a person: in every other state the saga
+        still owns the next step. Refund and confirm need captured money (confirm
+        also the `enrollment_id` its seat becomes); cancel needs none captured."""
+        if self.status is not Status.MANUAL_REVIEW:
+            raise NotInReviewError(self._refusal(f"resolve it with --{decision}"))
+        if not operator.strip() or not reason.strip():
+            raise ResolutionRefusedError("a decision names its operator and reason")
+        captured = self.payment_id is not None and self.funded_by is None
+        if decision is Resolution.CANCEL and self.payment_id is not None:
+            msg = f"purchase {self.id} captured {self.captured_cents} cents"
+            raise ResolutionRefusedError(
+                f"{msg}: resolve it with --refund or --confirm"
+            )
+        if decision is not Resolution.CANCEL and not captured:
+            msg = f"purchase {self.id} has no captured payment"
+            raise ResolutionRefusedError(f"{msg}: resolve it with --cancel")
+        if decision is Resolution.REFUND and self.refunded:
+            raise ResolutionRefusedError(f"purchase {self.id} is already refunded")
+        if decision is Resolution.CONFIRM and enrollment_id is None:
+            raise ResolutionRefusedError("confirming names the enrollment it becomes")
+        self._resolve(
+            decision=decision.value,
+            operator=operator,
+            reason=reason,
+            resolved_at=now,
+        )
+        if decision is Resolution.CONFIRM:
+            assert enrollment_id is not None  # noqa: S101 - checked above
+            self._grant(enrollment_id=enrollment_id)
+        elif decision is Resolution.REFUND and self.refund_key is None:
+            assert self.payment_id is not None  # noqa: S101 - captured, checked above
+            self._request_refund(
+                refund_key=refund_key_for(self.payment_id),
+                amount_cents=self.captured_cents,
+                requested_at=now,
+            )
+
+    def _require_due(
+        self, deadline: datetime | None, due_at: datetime | None, what: str
+    ) -> None:
+        # Each counted step moves its deadline: a step decided on an older one was
+        # already taken (by a process whose claim lapsed, or ours before a restart).
+        if deadline != due_at:
+            raise StepNotDueError(self._refusal(f"{what} due at {due_at}"))
 
     def _refusal(self, what: str) -> str:
         return f"purchase {self.id} is {self.status}: cannot {what}"
@@ -477,6 +579,27 @@ class Purchase(Aggregate):
         self.refund_id = refund_id
         self.refunded = True
         self.next_refund_at = None
+
+    @event(ReviewResolved)
+    def _resolve(
+        self, decision: str, operator: str, reason: str, resolved_at: datetime
+    ) -> None:
+        self.resolved_by = operator
+        self.resolution = decision
+        self.status = Status.CAPTURED  # confirm: AccessGranted follows at once
+        if decision == Resolution.CANCEL:
+            self.status = Status.CANCELLED
+            self.hold_active = False  # the caller releases a seat still held
+            self.payment_open = False
+            self.next_check_at = None
+            self.next_charge_at = None
+        elif decision == Resolution.REFUND:
+            # A refund intent recorded before the review is tried afresh under its
+            # key; without one, RefundRequested follows at once.
+            self.status = Status.REFUND_PENDING
+            self.hold_active = False
+            self.refund_attempts = 0
+            self.next_refund_at = resolved_at
 
     @event(ManualReviewRequired)
     def _review(self, reason: str, owner: str) -> None:

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -43,6 +44,7 @@ SECRET_ENV = "CLUB_PAYMENT_WEBHOOK_SECRET"  # noqa: S105 - a variable name
 LIST_DEFAULT = 1000
 LIST_MAX = 10_000
 WEBHOOK_LOG = 200
+LOOKUP_LOG = 10_000
 
 
 def create_app(
@@ -58,6 +60,7 @@ def create_app(
     check_webhook_target(webhook_url, webhook_secret)
     sandbox = PaymentSandbox(data_dir, knobs or {}, clock)
     sender = WebhookSender(sandbox, webhook_url, webhook_secret)
+    lookups: deque[dict[str, object]] = deque(maxlen=LOOKUP_LOG)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -83,7 +86,10 @@ def create_app(
 
     @app.get("/payments/{key:path}")
     async def payment_status(key: str) -> Response:
-        if refusal := await sandbox.refusal():
+        started = clock()
+        refusal = await sandbox.refusal()
+        lookups.append({"key": key, "started_at": started, "finished_at": clock()})
+        if refusal:
             return refusal
         if invalid := _bad_key(key):
             return invalid
@@ -132,6 +138,12 @@ def create_app(
                 404, "unknown-key", "Unknown key", "no refund under this key"
             )
         return JSONResponse(refund_json(found))
+
+    @app.get("/lookups")
+    async def lookup_log() -> Response:
+        """Every payment status lookup with when it began and ended: a harness
+        counts them and checks that no two for one key overlapped."""
+        return JSONResponse({"lookups": list(lookups)})
 
     @app.get("/webhooks")
     async def webhooks() -> Response:

@@ -34,4 +34,7 @@ PAYMENT_KNOBS = (
          help="hold each webhook until a later one is due, then send the later first"),
     Knob(name="refunds_down", default=False,
          help="the refund endpoints answer 503; charges still work"),
+    Knob(name="hostile_id_length", default=0, low=0, high=10_000,
+         help="new payments get ids of this many characters (at least 38), with "
+              "a space and non-ASCII letters (0: pay_<hex>)"),
 )  # fmt: skip

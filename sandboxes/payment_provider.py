@@ -82,6 +82,7 @@ class PaymentSandbox:
             decline_reason=DECLINE_REASON if declined else None, now=now,
             settle_at=None if settled_now else now + delay,
             webhook=self._payment_webhook if settled_now else None,
+            payment_id=hostile_id(self.knobs["hostile_id_length"]),
         )  # fmt: skip
         self._window.record(now)
         return self._answer_payment(scope, payment, replayed=False)
@@ -256,6 +257,15 @@ class PaymentSandbox:
     def _maybe_drop(self, scope: Scope) -> None:
         if self._dice.random() < self.knobs["drop_rate"]:
             mark_dropped(scope)  # stored already; only the reply is lost
+
+
+def hostile_id(length: int) -> str | None:
+    """A payment id of `length` characters with a space and non-ASCII letters, as
+    a provider may send (None: the sandbox's own `pay_<hex>`)."""
+    if length <= 0:
+        return None
+    unique = f"pay ü {uuid4().hex}"
+    return (unique + "é" * max(0, length - len(unique)))[: max(length, len(unique))]
 
 
 def refund_json(refund: StoredRefund) -> dict[str, object]:

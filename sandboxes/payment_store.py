@@ -96,9 +96,11 @@ class PaymentStore:
         self, *, key: str, fingerprint: str, reference: str, amount_cents: int,
         status: str, decline_reason: str | None, now: float, settle_at: float | None,
         webhook: Callable[[StoredPayment], OutgoingWebhook] | None,
+        payment_id: str | None = None,
     ) -> StoredPayment:  # fmt: skip
         payment = StoredPayment(
-            idempotency_key=key, id=f"pay_{uuid4().hex}", fingerprint=fingerprint,
+            idempotency_key=key, id=payment_id or f"pay_{uuid4().hex}",
+            fingerprint=fingerprint,
             reference=reference, amount_cents=amount_cents, status=status,
             decline_reason=decline_reason, created_at=now, settle_at=settle_at,
             settled_at=None if status == "pending" else now,

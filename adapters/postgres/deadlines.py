@@ -81,6 +81,22 @@ class SagaDeadlines:
             rows = conn.execute(stmt).all()
         return [Claim(row.purchase_id, token, row.nudges) for row in rows]
 
+    def renew(self, claim: Claim) -> bool:
+        """Extend the claim's lease from now (the database's clock). False: the
+        claim was lost, another process holds the row."""
+        stmt = (
+            sa.update(deadlines)
+            .where(deadlines.c.purchase_id == claim.purchase_id)
+            .where(deadlines.c.claim_token == claim.token)
+            .values(claimed_until=sa.func.now() + self._lease)
+        )
+        with self._engine.begin() as conn:
+            return conn.execute(stmt).rowcount == 1
+
+    @property
+    def lease_seconds(self) -> float:
+        return self._lease.total_seconds()
+
     def release(
         self,
         claim: Claim,

@@ -19,12 +19,15 @@ from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.tables import saga_positions
 
 FEED = "saga"
-# The facts that need the saga's attention: a new hold, and what the outside
-# world reported. (Its own steps' events need none: it decides right after them.)
+# The facts that need the saga's attention: a new hold, what the outside world
+# reported, a refund asked for by a cancelled seat, an operator's decision. (Its
+# own steps' events need none: it decides right after them.)
 WAKING_TOPICS = tuple(
     f"domain.purchase:Purchase.{name}"
     for name in (
         "Reserved",
+        "RefundRequested",
+        "ReviewResolved",
         "PaymentCaptured",
         "PaymentDeclined",
         "Refunded",

@@ -7,7 +7,9 @@ nothing under it). A decline is `402` with `decline_reason` and `payment_id`.
 This module only reports how far each request got and what came back;
 `application.payment` decides the class, exactly as for e-mail: refused before
 anything left is transient, anything after the request started to leave may hide
-a charge, so the outcome is unknown.
+a charge, so the outcome is unknown. Every value an answer carries is checked here
+(`application.provider_values`): an id, amount or key the saga cannot act on is an
+`UnusableAnswerError`, which sends the purchase to a person with the reason.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ from application.payment import (
     check_key,
     classify_http_status,
     classify_transport,
+)
+from application.provider_values import (
+    UnusableAnswerError,
+    provider_amount,
+    provider_id,
+    provider_text,
 )
 
 S = TypeVar("S", PaymentStatus, RefundStatus)
@@ -80,10 +88,12 @@ class HttpPaymentProvider:
             {"reference": reference, "amount_cents": amount_cents},
         )  # fmt: skip
         body = _accepted(response)
+        payment_id = _field(body, "id", "payment id")
+        _same(body, "idempotency_key", idempotency_key)
         return Payment(
-            payment_id=_field(body, "id"),
+            payment_id=payment_id,
             status=_known(CHARGED, body.get("status")),
-            amount_cents=amount_cents,
+            amount_cents=_amount(body, amount_cents),
             replayed=response.headers.get("Idempotent-Replayed") == "true",
         )
 
@@ -104,11 +114,14 @@ class HttpPaymentProvider:
             {"payment_id": payment_id, "amount_cents": amount_cents},
         )  # fmt: skip
         body = _accepted(response)
+        refund_id = _field(body, "id", "refund id")
+        _same(body, "idempotency_key", idempotency_key)
+        _same(body, "payment_id", payment_id)
         return Refund(
-            refund_id=_field(body, "id"),
+            refund_id=refund_id,
             payment_id=payment_id,
             status=_known(REFUNDED, body.get("status")),
-            amount_cents=amount_cents,
+            amount_cents=_amount(body, amount_cents),
             replayed=response.headers.get("Idempotent-Replayed") == "true",
         )
 
@@ -175,11 +188,28 @@ def _object(response: BaseHTTPResponse) -> dict[str, Any]:
     return body
 
 
-def _field(body: dict[str, Any], name: str) -> str:
+def _field(body: dict[str, Any], name: str, meaning: str) -> str:
+    """An id the answer must carry: none is an answer not understood (look the
+    key up); one Club cannot store or send back is for a person."""
     value = body.get(name)
-    if not isinstance(value, str) or not value:
+    if value is None or value == "":
         raise PaymentOutcomeUnknownError(f"provider's answer has no {name}")
-    return value
+    return provider_id(value, meaning)
+
+
+def _same(body: dict[str, Any], name: str, ours: str) -> None:
+    """An answer that names another key or payment is about something else."""
+    if name in body and body[name] != ours:
+        raise UnusableAnswerError(
+            f"the provider answered with {name} {body[name]!r:.80}, not {ours!r}"
+        )
+
+
+def _amount(body: dict[str, Any], asked: int) -> int:
+    """The amount the provider says it took (the saga compares it with the price)."""
+    if "amount_cents" not in body:
+        return asked
+    return provider_amount(body["amount_cents"])
 
 
 def _known(table: dict[str, S], value: object) -> S:
@@ -203,12 +233,17 @@ def _refusal(response: BaseHTTPResponse) -> PaymentError:
     except ValueError:
         body = None
     body = body if isinstance(body, dict) else {}
-    detail = str(body.get("detail") or reason_phrase(response))
-    reason, payment_id = body.get("decline_reason"), body.get("payment_id")
+    # Free text goes into the purchase's events: made storable, never refused.
+    detail = provider_text(body.get("detail"), reason_phrase(response))
+    reason = body.get("decline_reason")
+    try:
+        payment_id: str | None = provider_id(body.get("payment_id"), "payment id")
+    except UnusableAnswerError:
+        payment_id = None  # only ever informative on a refusal
     return classify_http_status(
         response.status,
         detail,
         retry_after(response.headers.get("Retry-After")),
-        decline_reason=reason if isinstance(reason, str) else None,
-        payment_id=payment_id if isinstance(payment_id, str) else None,
+        decline_reason=None if reason is None else provider_text(reason, detail),
+        payment_id=payment_id,
     )

@@ -111,6 +111,18 @@ class AlternativeOfferedV1(PublishedContract):
     offer_expires_at: AwareDatetime = attrs.field(validator=published_time)
 
 
+@attrs.frozen(kw_only=True)
+class ReviewResolvedV1(PublishedContract):
+    """An operator settled the purchase's review: `refund`, `confirm` or `cancel`
+    (who and why stay internal). A refund or access follows as its own event."""
+
+    TYPE: ClassVar[str] = "ReviewResolved"
+    VERSION: ClassVar[int] = 1
+
+    purchase_id: UUID
+    decision: str
+
+
 PurchaseEvent = (
     PurchaseReservedV1
     | PaymentCapturedV1
@@ -120,6 +132,7 @@ PurchaseEvent = (
     | RefundedV1
     | ManualReviewRequiredV1
     | AlternativeOfferedV1
+    | ReviewResolvedV1
 )
 PURCHASE_VERSIONS: tuple[type[PurchaseEvent], ...] = (
     PurchaseReservedV1,
@@ -130,4 +143,5 @@ PURCHASE_VERSIONS: tuple[type[PurchaseEvent], ...] = (
     RefundedV1,
     ManualReviewRequiredV1,
     AlternativeOfferedV1,
+    ReviewResolvedV1,
 )

@@ -21,6 +21,7 @@ from application.contracts.purchase_events import (
     PurchaseReservedV1,
     RefundedV1,
     RefundRequestedV1,
+    ReviewResolvedV1,
 )
 from domain.purchase import Purchase
 
@@ -65,6 +66,10 @@ def _review(e: Purchase.ManualReviewRequired) -> ManualReviewRequiredV1:
     return ManualReviewRequiredV1(purchase_id=e.originator_id)
 
 
+def _resolved(e: Purchase.ReviewResolved) -> ReviewResolvedV1:
+    return ReviewResolvedV1(purchase_id=e.originator_id, decision=e.decision)
+
+
 def _offered(e: Purchase.AlternativeOffered) -> AlternativeOfferedV1:
     return AlternativeOfferedV1(
         purchase_id=e.originator_id, offer_expires_at=e.offer_expires_at
@@ -80,4 +85,5 @@ PURCHASE_PUBLISHED: dict[type[Any], Callable[[Any], PurchaseEvent]] = {
     Purchase.Refunded: _refunded,
     Purchase.ManualReviewRequired: _review,
     Purchase.AlternativeOffered: _offered,
+    Purchase.ReviewResolved: _resolved,
 }

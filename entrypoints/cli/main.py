@@ -23,7 +23,7 @@ from entrypoints.config.settings import (
     Settings,
     stream_retention,
 )
-from entrypoints.ops import dlq, status, trace, work_lists
+from entrypoints.ops import dlq, purchase_resolve, status, trace, work_lists
 from entrypoints.runtime import bootstrap
 
 # Commands another installed package adds (pyproject.toml's entry points): the
@@ -200,7 +200,8 @@ def _parser() -> argparse.ArgumentParser:
     dlq.add_commands(sub, _operator_container, bootstrap.dead_letter_queue)
     status.add_commands(sub, _operator_container, bootstrap.console_reads)
     trace.add_commands(sub, _operator_container, bootstrap.console_reads)
-    work_lists.add_commands(sub, _operator_container, bootstrap.work_lists)
+    work = work_lists.add_commands(sub, _operator_container, bootstrap.work_lists)
+    purchase_resolve.add_commands(work["purchases"], _operator_container)
     for plugin in entry_points(group=PLUGINS):
         plugin.load()(sub)
     return parser

@@ -67,8 +67,11 @@ def work_list_page(page: WorkPage, *, now: datetime, csrf: str, limit: int) -> s
         for s in watched_states()[page.kind]
     )
     extra = list(page.items[0].detail) if page.items else []
+    settled_here = page.kind == "purchases" and page.state == "manual_review"
     heads = "".join(
-        f"<th>{escape(h)}</th>" for h in ("id", "age", "since", "reason", *extra)
+        f"<th>{escape(h)}</th>"
+        for h in ("id", "age", "since", "reason", *extra)
+        + (("decision",) if settled_here else ())
     )
     rows = "".join(
         f"<tr data-id='{escape(str(i.id))}'><td><a href='{escape(_trace(i))}'>"
@@ -77,6 +80,7 @@ def work_list_page(page: WorkPage, *, now: datetime, csrf: str, limit: int) -> s
         f"<td>{escape(i.since.strftime('%Y-%m-%d %H:%M:%S'))}</td>"
         f"<td class='reason'>{escape(i.reason or '')}</td>"
         + "".join(f"<td>{escape(i.detail.get(c, ''))}</td>" for c in extra)
+        + (_settle(i) if settled_here else "")
         + "</tr>"
         for i in page.items
     )
@@ -106,6 +110,11 @@ def work_list_page(page: WorkPage, *, now: datetime, csrf: str, limit: int) -> s
         "<p><a href='/ops/'>Back to the status</a></p></section>"
     )
     return console_page(f"{page.kind} {page.state}", at=now, csrf=csrf, main=main)
+
+
+def _settle(item: WorkItem) -> str:
+    """A purchase in review is settled on its own page (review_page.py)."""
+    return f"<td><a href='/ops/purchases/{escape(str(item.id))}'>settle</a></td>"
 
 
 def _trace(item: WorkItem) -> str:

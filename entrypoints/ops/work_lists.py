@@ -47,10 +47,13 @@ def add_commands(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     open_container: OpenContainer,
     lists_of: WorkListsOf,
-) -> None:
+) -> dict[str, argparse._SubParsersAction[argparse.ArgumentParser]]:
+    """`club purchases|notifications|exports list`; returns each command's actions,
+    where others (`club purchases resolve`) add theirs."""
+    kinds = {}
     for kind, (option, help_text) in COMMANDS.items():
         command = sub.add_parser(kind, help=help_text)
-        actions = command.add_subparsers(required=True, metavar="ACTION")
+        actions = kinds[kind] = command.add_subparsers(required=True, metavar="ACTION")
         listing = actions.add_parser(
             "list", help="oldest in its state first; without a state, the tallies"
         )
@@ -75,6 +78,7 @@ def add_commands(
                 list_command, kind=kind, open=open_container, lists_of=lists_of
             )
         )
+    return kinds
 
 
 def state_named(kind: str, raw: str) -> str:

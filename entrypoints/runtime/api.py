@@ -15,13 +15,13 @@ from entrypoints.http.app import Beside, create_api
 from entrypoints.http.deadline import DEFAULT_DEADLINE_S
 from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.http.routes.purchases import DEFAULT_HOLD_SECONDS
-from entrypoints.ops import page, routes, work_page
+from entrypoints.ops import page, review_page, routes, work_page
 from entrypoints.ops.access import OpsConfig
 from entrypoints.ops.metrics import refresh_api_metrics
 from entrypoints.runtime.console_wiring import console_reads
 from entrypoints.runtime.metrics_server import MetricsServer
 
-CONSOLE_ROUTERS = (routes.router, page.router, work_page.router)
+CONSOLE_ROUTERS = (routes.router, page.router, work_page.router, review_page.router)
 
 
 def create_app(

@@ -74,7 +74,9 @@ def test_the_late_payment_path_publishes_expiry_offer_refund_and_review() -> Non
     purchase.offer_alternative(offer_expires_at=NOW + timedelta(days=1))
     purchase.request_refund(now=NOW + timedelta(days=1))
     purchase.record_refund_accepted(refund_id="re_1", next_check_at=NOW)
-    purchase.schedule_refund_retry(reason="down", next_attempt_at=NOW)
+    purchase.schedule_refund_retry(
+        reason="down", next_attempt_at=NOW, due_at=purchase.next_refund_at
+    )
     purchase.record_refunded(refund_id="re_1")
     types = [(e.type, e.data) for e in published(purchase)][1:]
     pid = str(purchase.id)
@@ -90,7 +92,9 @@ def test_the_late_payment_path_publishes_expiry_offer_refund_and_review() -> Non
     review = reserved()
     review.request_payment(next_check_at=NOW)
     review.record_outcome_unknown(reason="timeout", next_check_at=NOW, owner="o")
-    review.schedule_check(reason="still unknown", next_check_at=NOW)
+    review.schedule_check(
+        reason="still unknown", next_check_at=NOW, due_at=review.next_check_at
+    )
     review.require_review(reason="free text: stays internal", owner="o")
     [_, manual] = published(review)
     assert (manual.type, manual.data) == (
@@ -128,6 +132,7 @@ def test_which_purchase_facts_are_published_is_pinned() -> None:
         "Purchase.Refunded": "Refunded",
         "Purchase.ManualReviewRequired": "ManualReviewRequired",
         "Purchase.AlternativeOffered": "AlternativeOffered",
+        "Purchase.ReviewResolved": "ReviewResolved",
     }
 
 

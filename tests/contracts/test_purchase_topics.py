@@ -28,7 +28,7 @@ def test_hold_and_purchase_topics_are_pinned() -> None:
                 "PaymentCaptured", "PaymentTransferred", "HoldExpired",
                 "AccessGranted", "AlternativeOffered", "AlternativeAccepted",
                 "RefundRequested", "RefundAccepted", "RefundRetryScheduled",
-                "Refunded", "ManualReviewRequired",
+                "Refunded", "ManualReviewRequired", "ReviewResolved",
             ]
         ),
     }  # fmt: skip

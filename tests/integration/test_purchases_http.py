@@ -395,3 +395,24 @@ def test_refusals_keep_a_bounded_sample_and_a_forger_is_rate_limited(
         kept = count(container, refused_webhooks)
     assert [a.status_code for a in answers] == [401] * 6 + [429]
     assert kept == 3  # the newest three; the counter counts every refusal
+
+
+def test_a_capture_webhook_with_an_unusable_payment_id_sends_its_purchase_to_review(
+    api, container
+) -> None:
+    purchase_id = reserve(api, lesson(api), student(api)).json()["purchase_id"]
+    container.app.request_payment(
+        UUID(purchase_id), next_check_at=datetime.now(UTC) + timedelta(hours=1)
+    )
+    before = count(container, refused_webhooks)
+    body = captured(purchase_id, f"evt_{uuid4().hex}", payment_id="p" * 300)
+    for _ in range(2):  # a redelivery changes nothing more
+        answer = post_webhook(api, body)
+        assert answer.status_code == 422, answer.text
+        assert "payment id has 300 characters" in answer.json()["detail"]
+    view = api.get(f"/purchases/{purchase_id}").json()
+    assert view["status"] == "manual_review"
+    assert view["review_reason"].startswith("unusable webhook: payment.captured")
+    assert "payment id has 300 characters" in view["review_reason"]
+    assert view["payment_id"] is None  # nothing stored as it came
+    assert count(container, refused_webhooks) == before + 2

@@ -25,6 +25,7 @@ from application.payment import (
     RefundStatus,
     TransientPaymentError,
 )
+from application.provider_values import provider_id
 
 
 class Fault(enum.Enum):
@@ -63,6 +64,9 @@ class FakePaymentProvider:
     unreachable: bool = False  # every call fails before anything is sent
     refunds_down: bool = False
     refund_fault: Fault = Fault.NONE  # applies to the next refund only
+    # Accepted, then answered with a value Club cannot act on (an id of 300
+    # characters): the next charge's or refund's answer says so.
+    unusable_answer: bool = False
     refund_calls: Counter[str] = attrs.field(factory=Counter)  # per payment id
     _ids: itertools.count[int] = attrs.field(factory=itertools.count)
 
@@ -85,6 +89,7 @@ class FakePaymentProvider:
             status = PaymentStatus.DECLINED
         charge = Charge(f"pay-{next(self._ids)}", reference, amount_cents, status)
         self.charges[idempotency_key] = charge
+        self._maybe_unusable()
         if fault is Fault.LOST_AFTER:
             raise PaymentOutcomeUnknownError("timed out after the provider accepted")
         return self._replay(charge, replayed=False)
@@ -115,6 +120,7 @@ class FakePaymentProvider:
                 amount_cents,
                 RefundStatus.SUCCEEDED,
             )
+            self._maybe_unusable()
             if fault is Fault.LOST_AFTER:
                 raise PaymentOutcomeUnknownError("refund timed out after accepting")
         r = self.refunds[idempotency_key]
@@ -159,6 +165,11 @@ class FakePaymentProvider:
 
     def refunds_per_payment(self) -> Counter[str]:
         return Counter(r.payment_id for r in self.refunds.values())
+
+    def _maybe_unusable(self) -> None:
+        if self.unusable_answer:
+            self.unusable_answer = False
+            provider_id("p" * 300, "payment id")  # raises, as the adapter would
 
     def _reach(self) -> None:
         if self.unreachable:

@@ -23,6 +23,7 @@ TEXT_FIELDS = {
     "title": "a lesson's title",
     "payment_id": "the payment provider's id",
     "refund_id": "the payment provider's id",
+    "decision": "refund, confirm or cancel: an operator's choice, never their words",
 }
 PERSONAL_WORDS = ("email", "mail", "name", "address", "phone", "recipient")
 

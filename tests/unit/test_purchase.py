@@ -19,6 +19,7 @@ from domain.errors import (
     PaymentMismatchError,
     PaymentStillCheckingError,
     RefundNotPendingError,
+    StepNotDueError,
 )
 from domain.purchase import Purchase, Status, refund_key_for
 from tests.unit.given import given, when
@@ -225,7 +226,7 @@ def test_a_charge_not_taken_goes_back_to_reserved_with_a_retry_time() -> None:
 def test_checks_are_scheduled_only_while_a_payment_is_open() -> None:
     purchase = given(reserved)
     with pytest.raises(NotAwaitingPaymentError):
-        purchase.schedule_check(reason="pending", next_check_at=LATER)
+        purchase.schedule_check(reason="pending", next_check_at=LATER, due_at=None)
 
 
 def test_money_moved_to_another_purchase_is_not_refunded_from_it() -> None:
@@ -273,3 +274,76 @@ def test_a_hostile_payment_id_still_gives_a_valid_stable_refund_key(
 
 def test_a_plain_payment_id_names_its_refund_key() -> None:
     assert refund_key_for("pay_123") == "refund-pay_123"
+
+
+def test_a_check_counts_once_per_deadline_however_many_processes_made_it() -> None:
+    purchase = given(reserved, requested, timed_out)
+    due = purchase.next_check_at
+    first = NOW + timedelta(seconds=5)
+    [check] = when(
+        purchase,
+        lambda p: p.schedule_check(
+            reason="still unknown", next_check_at=first, due_at=due
+        ),
+    )
+    assert isinstance(check, Purchase.PaymentCheckScheduled)
+    # A second process decided on the same deadline and finished later: not counted.
+    for late in (
+        lambda p: p.schedule_check(reason="again", next_check_at=LATER, due_at=due),
+        lambda p: p.record_found_pending(next_check_at=LATER, due_at=due),
+    ):
+        with pytest.raises(StepNotDueError):
+            late(purchase)
+    assert (purchase.checks, purchase.next_check_at) == (1, first)
+    assert purchase.collect_events() == []
+
+
+def refund_intended(p: Purchase) -> None:
+    p.expire_hold(now=LATER)
+    p.record_captured(payment_id="pay-1", amount_cents=2500)
+    p.request_refund(now=LATER)
+
+
+def test_a_refund_attempt_counts_once_per_deadline() -> None:
+    purchase = given(reserved, requested, refund_intended)
+    due = purchase.next_refund_at
+    retry = LATER + timedelta(seconds=1)
+    when(
+        purchase,
+        lambda p: p.schedule_refund_retry(
+            reason="503", next_attempt_at=retry, due_at=due
+        ),
+    )
+    with pytest.raises(StepNotDueError):
+        purchase.schedule_refund_retry(reason="503", next_attempt_at=LATER, due_at=due)
+    assert (purchase.refund_attempts, purchase.next_refund_at) == (1, retry)
+
+
+def confirmed(p: Purchase) -> None:
+    p.record_captured(payment_id="pay 1 ü", amount_cents=2500)
+    p.grant_access(enrollment_id=ENROLLMENT)
+
+
+ENROLLMENT = uuid4()
+
+
+def test_a_cancelled_bought_seat_records_the_refund_under_the_payments_key() -> None:
+    purchase = given(reserved, requested, confirmed)
+    [intent] = when(
+        purchase,
+        lambda p: p.refund_cancelled_seat(enrollment_id=ENROLLMENT, now=LATER),
+    )
+    assert isinstance(intent, Purchase.RefundRequested)
+    assert (intent.refund_key, intent.amount_cents) == (refund_key_for("pay 1 ü"), 2500)
+    assert purchase.status is Status.REFUND_PENDING
+    with pytest.raises(NotRefundableError):  # a second cancel refunds nothing more
+        purchase.refund_cancelled_seat(enrollment_id=ENROLLMENT, now=LATER)
+
+
+def test_only_the_enrollment_the_money_bought_refunds_it() -> None:
+    purchase = given(reserved, requested, confirmed)
+    with pytest.raises(NotRefundableError):
+        purchase.refund_cancelled_seat(enrollment_id=uuid4(), now=LATER)
+    assert given(reserved).status is Status.RESERVED
+    with pytest.raises(NotRefundableError):
+        given(reserved).refund_cancelled_seat(enrollment_id=ENROLLMENT, now=LATER)

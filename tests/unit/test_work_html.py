@@ -79,6 +79,7 @@ def test_a_list_page_escapes_and_links_the_next_and_previous_pages() -> None:
     assert "offset=2'>next</a>" in html
     assert "3.0 h" in html
     assert f"<a href='/ops/trace/{items[0].id}'>" in html  # its journey
+    assert f"<a href='/ops/purchases/{items[0].id}'>settle</a>" in html
 
 
 def test_the_trail_shows_letters_past_the_key_lifetime_held_back_and_discarded() -> (

@@ -80,7 +80,9 @@ def test_a_refund_whose_attempt_failed_is_told_apart_from_one_awaited() -> None:
     awaited.request_refund(now=NOW)
     failed = captured()
     failed.request_refund(now=NOW)
-    failed.schedule_refund_retry(reason="provider 503", next_attempt_at=NOW)
+    failed.schedule_refund_retry(
+        reason="provider 503", next_attempt_at=NOW, due_at=failed.next_refund_at
+    )
     failed_events = failed.collect_events()
 
     assert purchase_item(awaited.collect_events()).state == "refund_pending"
@@ -94,7 +96,7 @@ def test_a_payment_being_checked_names_who_checks() -> None:
     p = reserved()
     p.request_payment(next_check_at=NOW)
     p.record_outcome_unknown(reason="timeout", next_check_at=NOW, owner="on-call")
-    p.schedule_check(reason="still unknown", next_check_at=NOW)
+    p.schedule_check(reason="still unknown", next_check_at=NOW, due_at=p.next_check_at)
     events = p.collect_events()
 
     item = purchase_item(events)

@@ -17,6 +17,7 @@ from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 
 from application.payment_webhook import SIGNATURE_HEADER, Webhook, verify_signature
+from application.provider_values import UnusableWebhookError
 from application.webhook_receipt import Handled, WebhookOutcome
 from entrypoints.config.container import Container
 from entrypoints.http.api_docs import problems
@@ -75,6 +76,10 @@ def _receive(container: Container, body: bytes, remote: str | None) -> Response:
     """A signed webhook: blocking work (the database), off the event loop."""
     try:
         webhook = Webhook.from_json(body)
+    except UnusableWebhookError as error:  # ours, but nothing the saga can act on
+        said = container.app.review_unusable_webhook(error.idempotency_key, str(error))
+        detail = f"{error}; {said}"
+        return _refuse(container, "unreadable", remote, body, 422, detail)
     except ValueError as error:
         return _refuse(container, "unreadable", remote, body, 422, str(error))
     received = container.app.receive_webhook(webhook, records=container.webhooks)
