@@ -131,6 +131,7 @@ def work(container, tmp_path_factory: pytest.TempPathFactory) -> None:
     app.schedule_refund_retry(
         IDS["refund_failed"], reason="refund: provider answered 503",
         next_attempt_at=datetime.now(UTC),
+        due_at=app.repository.get(IDS["refund_failed"]).next_refund_at,
     )  # fmt: skip
     IDS["refund_pending"] = purchase(container, lesson_id, "refund_pending")
     captured(app, IDS["refund_pending"])
