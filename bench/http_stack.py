@@ -25,6 +25,7 @@ from entrypoints.runtime.api_workers import api_workers
 
 APP = "entrypoints.runtime.asgi:create_app"
 PEER = "bench.peer_plain:create_app"
+OUTBOX_PEER = "bench.peer_outbox:create_app"
 
 
 @attrs.frozen
@@ -74,7 +75,8 @@ def api_process(
     app: str = APP,
 ) -> Iterator[str]:
     """`app` under `stack` with `workers` processes; yields its base URL.
-    The peer (bench.peer_plain) finds its database in PEER_DATABASE_URL."""
+    A peer (bench.peer_plain, bench.peer_outbox) finds its database in
+    PEER_DATABASE_URL."""
     api_workers({"CLUB_API_WORKERS": str(workers)})  # the same bounds as club api
     port = free_port()
     env = api_env(database_url, nats_url) | {"PEER_DATABASE_URL": database_url}
