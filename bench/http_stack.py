@@ -24,6 +24,9 @@ from bench.callers import AUTH_ENV
 from entrypoints.runtime.api_workers import api_workers
 
 APP = "entrypoints.runtime.asgi:create_app"
+# Longer than a start needs on a quiet machine: on two cores shared with other
+# test runs an API's start has taken more than a minute.
+READY_WITHIN_S = 180
 PEER = "bench.peer_plain:create_app"
 OUTBOX_PEER = "bench.peer_outbox:create_app"
 
@@ -90,7 +93,7 @@ def api_process(
         try:
             base = f"http://127.0.0.1:{port}"
             try:
-                wait_ready(base, 60, process=proc)
+                wait_ready(base, READY_WITHIN_S, process=proc)
             except (RuntimeError, TimeoutError) as e:
                 said.seek(0)
                 tail = said.read().decode(errors="replace")[-2000:]
