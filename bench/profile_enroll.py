@@ -196,8 +196,8 @@ def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, i
         proc.wait(15)
 
 
-# Longer than a start needs on a quiet machine: five engineers' test runs on two
-# cores have held an API's start past a minute.
+# Longer than a start needs on a quiet machine: other test runs on two cores have
+# held an API's start past a minute.
 READY_WITHIN_S = 180
 
 
