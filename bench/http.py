@@ -14,7 +14,7 @@ from uuid import UUID, uuid4
 import httpx
 
 from application.club import ClubApplication
-from bench import peer_plain
+from bench import peer_outbox, peer_plain
 from bench.callers import students_authorizations
 from bench.common import (
     Staged,
@@ -34,37 +34,55 @@ def http_enrollments(
     container, api: str, clients: int, *, one_lesson: bool = False
 ) -> Staged:
     """Closed-loop clients; `one_lesson`: all of them into the same (popular) class.
-    Each student enrolls itself with its own token, signed before the clock starts
-    (the lessons and the profiles are made inside the timed part, as always)."""
+    Each student enrolls itself with its own token. What exists before anyone
+    enrolls — the lessons, the students' profiles, their tokens — is made before
+    the clock starts, as for the peers below."""
     per_client = HTTP_REQUESTS // clients
 
-    def prepare() -> tuple[list[str], list[str]]:
-        who = student_ids(per_client * clients)
-        return who, students_authorizations(who)
-
-    def run(prepared: tuple[list[str], list[str]]) -> int:
-        who, authorizations = prepared
+    def prepare() -> tuple[list[UUID], list[str], list[str]]:
+        who = register(container, student_ids(per_client * clients))
         if one_lesson:
             lessons = [new_lesson(container.app, HTTP_REQUESTS)] * clients
         else:
             lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
-        return closed_loop(
-            api, lessons, register(container, who), authorizations=authorizations
-        )
+        return lessons, who, students_authorizations(who)
+
+    def run(prepared: tuple[list[UUID], list[str], list[str]]) -> int:
+        lessons, who, authorizations = prepared
+        return closed_loop(api, lessons, who, authorizations=authorizations)
 
     return Staged(prepare, run)
 
 
-def peer_enrollments(api: str, database_url: str, clients: int) -> Callable[[], int]:
+def peer_enrollments(api: str, database_url: str, clients: int) -> Staged:
     """The same closed loop against the plain peer (bench.peer_plain)."""
+    per_client = HTTP_REQUESTS // clients
 
-    def work() -> int:
-        per_client = HTTP_REQUESTS // clients
+    def prepare() -> tuple[list[UUID], list[str]]:
         lessons = peer_plain.new_lessons(database_url, per_client, clients)
-        who = [f"p-{uuid4().hex[:12]}" for _ in range(per_client * clients)]
-        return closed_loop(api, lessons, who)
+        return lessons, [f"p-{uuid4().hex[:12]}" for _ in range(per_client * clients)]
 
-    return work
+    def run(prepared: tuple[list[UUID], list[str]]) -> int:
+        return closed_loop(api, *prepared)
+
+    return Staged(prepare, run)
+
+
+def outbox_peer_enrollments(api: str, database_url: str, clients: int) -> Staged:
+    """The same closed loop against the hand-written outbox (bench.peer_outbox),
+    each student with its own token, as for Club."""
+    per_client = HTTP_REQUESTS // clients
+
+    def prepare() -> tuple[list[UUID], list[str], list[str]]:
+        lessons = peer_outbox.new_lessons(database_url, per_client, clients)
+        who = student_ids(per_client * clients)
+        return lessons, who, students_authorizations(who)
+
+    def run(prepared: tuple[list[UUID], list[str], list[str]]) -> int:
+        lessons, who, authorizations = prepared
+        return closed_loop(api, lessons, who, authorizations=authorizations)
+
+    return Staged(prepare, run)
 
 
 def closed_loop(

@@ -24,7 +24,11 @@ from bench.callers import AUTH_ENV
 from entrypoints.runtime.api_workers import api_workers
 
 APP = "entrypoints.runtime.asgi:create_app"
+# Longer than a start needs on a quiet machine: on two cores shared with other
+# test runs an API's start has taken more than a minute.
+READY_WITHIN_S = 180
 PEER = "bench.peer_plain:create_app"
+OUTBOX_PEER = "bench.peer_outbox:create_app"
 
 
 @attrs.frozen
@@ -74,7 +78,8 @@ def api_process(
     app: str = APP,
 ) -> Iterator[str]:
     """`app` under `stack` with `workers` processes; yields its base URL.
-    The peer (bench.peer_plain) finds its database in PEER_DATABASE_URL."""
+    A peer (bench.peer_plain, bench.peer_outbox) finds its database in
+    PEER_DATABASE_URL."""
     api_workers({"CLUB_API_WORKERS": str(workers)})  # the same bounds as club api
     port = free_port()
     env = api_env(database_url, nats_url) | {"PEER_DATABASE_URL": database_url}
@@ -88,7 +93,7 @@ def api_process(
         try:
             base = f"http://127.0.0.1:{port}"
             try:
-                wait_ready(base, 60, process=proc)
+                wait_ready(base, READY_WITHIN_S, process=proc)
             except (RuntimeError, TimeoutError) as e:
                 said.seek(0)
                 tail = said.read().decode(errors="replace")[-2000:]

@@ -52,11 +52,11 @@ from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
 from application.identity import Caller, Role
-from bench import peer_plain
+from bench import peer_outbox, peer_plain
 from bench.callers import AUTH_ENV, students_authorizations, verification_us
 from bench.common import new_lesson, students
 from bench.http import closed_loop
-from bench.http_stack import PEER
+from bench.http_stack import OUTBOX_PEER, PEER
 from entrypoints.config.role_env import role_env
 from entrypoints.runtime import bootstrap
 
@@ -140,6 +140,10 @@ VARIANTS: dict[str, Callable[[], None]] = {
 }
 
 
+# Not Club: bench/peer_plain.py and bench/peer_outbox.py, on a database of their own.
+PEER_APPS = {"peer": PEER, "outbox-peer": OUTBOX_PEER}
+
+
 def serve(variant: str) -> None:
     VARIANTS[variant]()
     from entrypoints.cli.main import main  # noqa: PLC0415 - after the variant's change
@@ -173,9 +177,10 @@ def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, i
     env = role_env(database_url, nats_url, CLUB_HTTP_PORT=str(port), **AUTH_ENV)
     argv = [sys.executable, "-m", "bench.profile_enroll", "serve", variant]
     cwd = None
-    if variant == "peer":  # bench/peer_plain.py, under the server club api runs
+    if variant in PEER_APPS:  # a peer of bench/, under the server club api runs
+        app = PEER_APPS[variant]
         argv = [sys.executable, "-m", "uvicorn", "--factory", "--no-access-log",
-                "--host", "127.0.0.1", "--port", str(port), PEER]  # fmt: skip
+                "--host", "127.0.0.1", "--port", str(port), app]  # fmt: skip
         env["PEER_DATABASE_URL"] = database_url
     elif variant.startswith("tree="):
         cwd = variant.removeprefix("tree=")
@@ -184,11 +189,16 @@ def api(database_url: str, nats_url: str, variant: str) -> Iterator[tuple[str, i
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_ready(base, 60, process=proc)
+        wait_ready(base, READY_WITHIN_S, process=proc)
         yield base, proc.pid
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+# Longer than a start needs on a quiet machine: other test runs on two cores have
+# held an API's start past a minute.
+READY_WITHIN_S = 180
 
 
 # A lesson per client, the students to enroll, each one's Authorization (the peer:
@@ -204,8 +214,12 @@ def prepare(container: bootstrap.Container, clients: int, count: int) -> Work:
     return lessons, who, students_authorizations(who)
 
 
-def prepare_peer(peer_url: str, clients: int, count: int) -> Work:
+def prepare_peer(variant: str, peer_url: str, clients: int, count: int) -> Work:
     per_client = count // clients
+    if variant == "outbox-peer":  # every student with its token, as for Club
+        lessons = peer_outbox.new_lessons(peer_url, per_client, clients)
+        who = [f"o-{uuid4().hex[:12]}" for _ in range(per_client * clients)]
+        return lessons, who, students_authorizations(who)
     lessons = peer_plain.new_lessons(peer_url, per_client, clients)
     return lessons, [f"p-{uuid4().hex[:12]}" for _ in range(per_client * clients)], None
 
@@ -433,12 +447,13 @@ def profile(variant: str, seconds: float, clients: int, out: Path) -> dict[str, 
     spy = Path(sys.executable).parent / "py-spy"
     with servers() as (pg, url, nats_url), fresh_database(pg.url) as peer_url:
         peer_plain.migrate(peer_url)
+        peer_outbox.migrate(peer_url)
         container = bootstrap.build(url, pool_size=2)
-        where = peer_url if variant == "peer" else url
+        where = peer_url if variant in PEER_APPS else url
 
         def work(count: int) -> Work:
-            if variant == "peer":
-                return prepare_peer(peer_url, clients, count)
+            if variant in PEER_APPS:
+                return prepare_peer(variant, peer_url, clients, count)
             return prepare(container, clients, count)
 
         with api(where, nats_url, variant) as (base, pid):
@@ -474,21 +489,23 @@ def profile(variant: str, seconds: float, clients: int, out: Path) -> dict[str, 
 
 
 def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str, Any]:
-    """`peer` among the variants: bench/peer_plain.py, on a database of its own."""
+    """`peer`, `outbox-peer` among the variants: bench/peer_plain.py,
+    bench/peer_outbox.py, on a database of their own."""
     cpu: dict[str, list[float]] = {v: [] for v in variants}
     rate: dict[str, list[float]] = {v: [] for v in variants}
     loads: list[float] = []
     with servers() as (pg, url, nats_url), fresh_database(pg.url) as peer_url:
         peer_plain.migrate(peer_url)
+        peer_outbox.migrate(peer_url)
         container = bootstrap.build(url, pool_size=2)
         for _ in range(rounds):
             for variant in variants:
-                where = peer_url if variant == "peer" else url
+                where = peer_url if variant in PEER_APPS else url
                 with api(where, nats_url, variant) as (base, pid):
 
                     def work(count: int, variant: str = variant) -> Work:
-                        if variant == "peer":
-                            return prepare_peer(peer_url, clients, count)
+                        if variant in PEER_APPS:
+                            return prepare_peer(variant, peer_url, clients, count)
                         return prepare(container, clients, count)
 
                     enroll(base, work(200))  # warm

@@ -31,18 +31,19 @@ from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
 from application.contracts.mapping import published_envelopes
-from bench import peer_plain
+from bench import peer_outbox, peer_plain
 from bench.callers import verification_us
 from bench.chain import chain_latencies
 from bench.common import RUNS, SCALE, role, series, summary, timed
 from bench.http import (
     http_enrollments,
     http_floor,
+    outbox_peer_enrollments,
     peer_enrollments,
     raw_saves,
     steady_latencies,
 )
-from bench.http_stack import PEER, SHIPPED, STACKS, api_process
+from bench.http_stack import OUTBOX_PEER, PEER, SHIPPED, STACKS, api_process
 from bench.jobs import backlog_drain, email_latency_beside_exports
 from bench.memory import resident_growth
 from bench.outage import outage_drain
@@ -59,6 +60,7 @@ HORIZON_ROUNDS = 20
 MEMORY_EVENTS = int(100_000 * SCALE)
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 VERIFICATION = "token verification, µs per request"
+PEER_CLIENTS = (1, 8, 64)  # Club against each peer (issue #23)
 
 
 class Servers:
@@ -143,15 +145,13 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
 
 
 def stack_section(s: Servers, out: dict[str, Any]) -> None:
-    """The HTTP server and loop side by side, 1 and 2 API processes, and the plain
-    peer; every variant in a process of its own, the runs interleaved."""
+    """The HTTP server and loop side by side, and 1 and 2 API processes; every
+    variant in a process of its own, the runs interleaved."""
     stacks = out["http stack"]
     with (
         fresh_database(s.pg_url) as url,
-        fresh_database(s.pg_url) as peer_url,
         club(url, s.nats_url) as container,
     ):
-        peer_plain.migrate(peer_url)
         variants = [(stack, 1) for stack in (*STACKS, SHIPPED)] + [(SHIPPED, 2)]
         runs: dict[str, dict[str, list[float]]] = {}
         for _ in range(RUNS):
@@ -170,30 +170,8 @@ def stack_section(s: Servers, out: dict[str, Any]) -> None:
                          http_enrollments(container, api, 8, one_lesson=True)),
                     ):  # fmt: skip
                         figures.setdefault(figure, []).append(timed(work))
-            with api_process(SHIPPED, peer_url, s.nats_url, app=PEER) as peer:
-                _warm_up(peer_enrollments(peer, peer_url, 8))
-                for clients in (1, 8):
-                    runs.setdefault("peer", {}).setdefault(clients, []).append(
-                        timed(peer_enrollments(peer, peer_url, clients))
-                    )
-            with api_process(SHIPPED, url, s.nats_url) as api:
-                _warm_up(http_enrollments(container, api, 8))
-                for clients in (1, 8):
-                    runs.setdefault("club", {}).setdefault(clients, []).append(
-                        timed(http_enrollments(container, api, clients))
-                    )
     for name, figures in runs.items():
-        if name not in {"peer", "club"}:
-            stacks[name] = {k: summary(v) for k, v in figures.items()}
-    for clients in (1, 8):
-        out[f"enrollments/s over HTTP vs the plain peer, {clients} client(s)"] = {
-            "club": summary(runs["club"][clients]),
-            "raw": summary(runs["peer"][clients]),
-            "raw_is": "bench/peer_plain.py: FastAPI, SELECT ... FOR UPDATE, count, "
-            "insert, commit (no event store, outbox, idempotency or token); "
-            "same server",
-            "goal": 0.8,
-        }
+        stacks[name] = {k: summary(v) for k, v in figures.items()}
     one, two = (f"{SHIPPED.name}, {n} process(es)" for n in (1, 2))
     if one in stacks and two in stacks:
         for figure in (
@@ -206,6 +184,54 @@ def stack_section(s: Servers, out: dict[str, Any]) -> None:
                 "raw_is": "the same API in one process (CLUB_API_WORKERS=1)",
                 "goal": 1.0,
             }
+
+
+def peers_section(s: Servers, out: dict[str, Any]) -> None:
+    """Club against the two peers at 1, 8 and 64 clients, each in a process of its
+    own under the same server, the runs interleaved: the plain `SELECT … FOR
+    UPDATE` (the limit) and the outbox a team would write by hand (issue #23)."""
+    with (
+        fresh_database(s.pg_url) as url,
+        fresh_database(s.pg_url) as peer_url,
+        club(url, s.nats_url) as container,
+    ):
+        peer_plain.migrate(peer_url)
+        peer_outbox.migrate(peer_url)
+        runs: dict[str, dict[int, list[float]]] = {}
+        for _ in range(RUNS):
+            for name, app, work in (
+                ("peer", PEER, peer_enrollments),
+                ("outbox peer", OUTBOX_PEER, outbox_peer_enrollments),
+            ):
+                with api_process(SHIPPED, peer_url, s.nats_url, app=app) as peer:
+                    _warm_up(work(peer, peer_url, 8))
+                    for clients in PEER_CLIENTS:
+                        runs.setdefault(name, {}).setdefault(clients, []).append(
+                            timed(work(peer, peer_url, clients))
+                        )
+            with api_process(SHIPPED, url, s.nats_url) as api:
+                _warm_up(http_enrollments(container, api, 8))
+                for clients in PEER_CLIENTS:
+                    runs.setdefault("club", {}).setdefault(clients, []).append(
+                        timed(http_enrollments(container, api, clients))
+                    )
+    for clients in PEER_CLIENTS:
+        out[f"enrollments/s over HTTP vs the plain peer, {clients} client(s)"] = {
+            "club": summary(runs["club"][clients]),
+            "raw": summary(runs["peer"][clients]),
+            "raw_is": "bench/peer_plain.py: FastAPI, SELECT ... FOR UPDATE, count, "
+            "insert, commit (no event store, outbox, idempotency or token); "
+            "same server",
+            "goal": 0.8,
+        }
+        out[f"enrollments/s over HTTP vs the outbox peer, {clients} client(s)"] = {
+            "club": summary(runs["club"][clients]),
+            "raw": summary(runs["outbox peer"][clients]),
+            "raw_is": "bench/peer_outbox.py: FastAPI + SQLAlchemy ORM, the token "
+            "verified (PyJWT), the key looked up, SELECT ... FOR UPDATE, count, "
+            "the enrollment, outbox and key rows, commit; same server",
+            "goal": 1.0,
+        }
 
 
 def _warm_up(work: Callable[[], int]) -> None:
@@ -338,6 +364,7 @@ def memory_section(s: Servers, out: dict[str, Any]) -> None:
 SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
     "http": http_section,
     "stack": stack_section,
+    "peers": peers_section,
     "backlog": backlog_section,
     "writers": writers_section,
     "memory": memory_section,

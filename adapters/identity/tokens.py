@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import attrs
 import jwt
+from jwt.algorithms import HMACAlgorithm
 
 from application.identity import Caller, Role
 
@@ -81,6 +82,30 @@ class KeysUnavailableError(Exception):
     """The issuer's JWKS could not be fetched: the caller is not at fault (503)."""
 
 
+class _SecretCheckedOnce(HMACAlgorithm):
+    """HS256 whose secret PyJWT checks once, not for every token: its check tries
+    to parse the secret as a PEM, SSH or DER public key, a certificate and a JWK
+    each time (~3% of an enrollment's API CPU). The secret is the server's own
+    (CLUB_AUTH_SECRET), never a token's: a key it has not checked yet is checked."""
+
+    def __init__(self) -> None:
+        super().__init__(HMACAlgorithm.SHA256)
+        self._checked: bytes | None = None
+
+    def prepare_key(self, key: str | bytes) -> bytes:
+        checked = self._checked
+        if checked is not None and key == checked:
+            return checked
+        self._checked = prepared = super().prepare_key(key)
+        return prepared
+
+
+# PyJWT's own decoder with HS256 swapped (its `_jws`: no public way to pass one).
+_JWT = jwt.PyJWT()
+_JWT._jws.unregister_algorithm("HS256")
+_JWT._jws.register_algorithm("HS256", _SecretCheckedOnce())
+
+
 @attrs.frozen(kw_only=True)
 class TokenVerifier:
     keys: Keys
@@ -92,7 +117,7 @@ class TokenVerifier:
             raise InvalidTokenError("no bearer token, or one too long")
         key, algorithm = self.keys.key_for(token)
         try:
-            claims = jwt.decode(
+            claims = _JWT.decode(
                 token,
                 key,
                 algorithms=[algorithm],

@@ -20,12 +20,10 @@ from adapters.identity.tokens import TokenVerifier
 from adapters.nats.streams import connect
 from entrypoints.config.container import Container
 from entrypoints.config.settings import exports_dir
-from entrypoints.http.body_limit import BodyLimit
-from entrypoints.http.deadline import DEFAULT_DEADLINE_S, Deadline
-from entrypoints.http.hosts import AllowedHosts
+from entrypoints.http.deadline import DEFAULT_DEADLINE_S
+from entrypoints.http.edge import Edge
 from entrypoints.http.problems import install_error_handlers
 from entrypoints.http.rate_limit import CallerLimit
-from entrypoints.http.request_context import RequestContext
 from entrypoints.http.routes import (
     enrollments,
     health,
@@ -93,8 +91,7 @@ def create_api(
     install_error_handlers(api)
     for router in (*(module.router for module in ROUTERS), *more_routers):
         api.include_router(router)
-    # Outermost: the request's ids are bound for every line below, the deadline's too.
-    served: ASGIApp = RequestContext(Deadline(BodyLimit(api), deadline_seconds))
-    if allowed_hosts is not None:  # before anything else reads the request
-        served = AllowedHosts(served, allowed_hosts)
+    served: ASGIApp = Edge(
+        api, deadline_seconds=deadline_seconds, allowed_hosts=allowed_hosts
+    )
     return served  # type: ignore[return-value]

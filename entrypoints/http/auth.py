@@ -46,6 +46,11 @@ async def _caller(
     return caller
 
 
+async def verified_caller(request: Request) -> Caller:
+    """`CallerDep` outside FastAPI's dependency solving (a lean route's)."""
+    return await _caller(request, await _BEARER(request))
+
+
 async def _verified(verifier: TokenVerifier, token: str) -> Caller:
     if isinstance(verifier.keys, IssuerKeys):  # may fetch the issuer's keys
         return await asyncio.to_thread(verifier.caller, token)

@@ -26,54 +26,64 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(send)
+            await too_large(send, self.limit)
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left: nobody to answer
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.limit:
-                await self._refuse(send)
-                return
-            if not message.get("more_body", False):
-                break
-        await self.app(scope, _replay(b"".join(chunks), receive), send)
+        body = await read_within(receive, self.limit)
+        if body is None:  # the client left: nobody to answer
+            return
+        if len(body) > self.limit:
+            await too_large(send, self.limit)
+            return
+        await self.app(scope, replay(body, receive), send)
 
-    async def _refuse(self, send: Send) -> None:
-        body: dict[str, Any] = {
-            "type": "/problems/content-too-large",
-            "title": "Content Too Large",
+
+async def read_within(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or as soon as it is over `limit` what came so far; None
+    when the client left before the end."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit or not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def too_large(send: Send, limit: int) -> None:
+    """413 as problem details; the connection closes (the rest is not read)."""
+    body: dict[str, Any] = {
+        "type": "/problems/content-too-large",
+        "title": "Content Too Large",
+        "status": 413,
+        "detail": f"request bodies are limited to {limit} bytes",
+    }
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
             "status": 413,
-            "detail": f"request bodies are limited to {self.limit} bytes",
+            "headers": [
+                (b"content-type", b"application/problem+json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"connection", b"close"),
+            ],
         }
-        payload = json.dumps(body).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(payload)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
     """The body in one message, then the real channel (to see a disconnect)."""
     sent = False
 
-    async def replay() -> Message:
+    async def replayed() -> Message:
         nonlocal sent
         if sent:
             return await receive()
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    return replay
+    return replayed

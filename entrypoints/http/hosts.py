@@ -1,12 +1,10 @@
 """Only the API's own names are served (contract §4.1, CLUB_ALLOWED_HOSTS): a web
 page that rebinds its DNS name to 127.0.0.1 reaches the port, but sends its own
-name in `Host`, and is refused before anything else runs."""
+name in `Host`, and is refused before anything else runs (`edge.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import Response
 
 from entrypoints.http.problems import problem
 
@@ -18,21 +16,13 @@ def _host_of(header: bytes) -> str:
     return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
 
 
-class AllowedHosts:
-    def __init__(self, app: ASGIApp, hosts: Iterable[str]) -> None:
-        self.app = app
-        self.hosts = frozenset(hosts)
+def serves(hosts: frozenset[str], header: bytes) -> bool:
+    """Whether a request whose `Host` header is `header` is for one of `hosts`."""
+    return _host_of(header) in hosts
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        header = dict(scope["headers"]).get(b"host", b"")
-        if _host_of(header) in self.hosts:
-            await self.app(scope, receive, send)
-            return
-        refused = problem(
-            400, "host-not-allowed", "Host not allowed",
-            "this API answers to its own names only (CLUB_ALLOWED_HOSTS)",
-        )  # fmt: skip
-        await refused(scope, receive, send)
+
+def host_refused() -> Response:
+    return problem(
+        400, "host-not-allowed", "Host not allowed",
+        "this API answers to its own names only (CLUB_ALLOWED_HOSTS)",
+    )  # fmt: skip

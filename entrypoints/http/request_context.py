@@ -5,16 +5,13 @@ follows a request through a proxy and its client), else one made here; either wa
 it is echoed in the answer's `X-Request-ID`, so a user's report can be matched to
 the log. An enrollment, purchase, operation or lesson named in the path is bound as
 `enrollment_id`, `purchase_id`, `operation_id` or `lesson_id` beside it. Both are
-`structlog.contextvars`, bound for the request and reset after it.
+`structlog.contextvars`, bound for the request and reset after it (`edge.py`).
 """
 
 from __future__ import annotations
 
 import re
-from uuid import UUID, uuid4
-
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from structlog.contextvars import bound_contextvars
+from uuid import UUID
 
 HEADER = b"x-request-id"
 # No '@', no space, no control character: a caller's id cannot smuggle an address
@@ -28,39 +25,12 @@ PATH_IDS = {
 }
 
 
-class RequestContext:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request_id = request_id_of(scope) or uuid4().hex
-        echoed = request_id.encode()
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [
-                    (name, value)
-                    for name, value in message.get("headers", ())
-                    if name.lower() != HEADER
-                ]
-                message = {**message, "headers": [*headers, (HEADER, echoed)]}
-            await send(message)
-
-        ids = path_ids(scope.get("path", ""))
-        with bound_contextvars(request_id=request_id, **ids):
-            await self.app(scope, receive, send_with_id)
-
-
-def request_id_of(scope: Scope) -> str | None:
+def well_formed(given: bytes | None) -> str | None:
     """The caller's request id if it is well formed, else None (one is made)."""
-    for name, value in scope.get("headers", ()):
-        if name.lower() == HEADER:
-            text = value.decode("latin-1").strip()
-            return text if WELL_FORMED.fullmatch(text) else None
-    return None
+    if given is None:
+        return None
+    text = given.decode("latin-1").strip()
+    return text if WELL_FORMED.fullmatch(text) else None
 
 
 def path_ids(path: str) -> dict[str, str]:

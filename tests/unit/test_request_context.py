@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from structlog.contextvars import get_contextvars
 
-from entrypoints.http.request_context import RequestContext, path_ids
+from entrypoints.http.edge import Edge
+from entrypoints.http.request_context import path_ids
 
 
 def client() -> TestClient:
@@ -25,7 +26,7 @@ def client() -> TestClient:
     async def async_route() -> dict[str, object]:
         return get_contextvars()
 
-    return TestClient(RequestContext(api))
+    return TestClient(Edge(api, deadline_seconds=5))
 
 
 def test_a_request_without_an_id_gets_one_echoed_and_bound() -> None:

@@ -123,3 +123,24 @@ def test_the_signed_token_carries_what_a_provider_issues() -> None:
     assert claims["nbf"] == claims["iat"]
     assert claims["iss"] == "i"
     assert jwt.get_unverified_header(token)["alg"] == "HS256"
+
+
+def test_the_secret_is_checked_once_not_for_every_token(monkeypatch) -> None:
+    """PyJWT's check that an HS256 secret is no public key parses it each time."""
+    other = b"o" * 32
+    tokens = [sign(other, sub=f"s-{n}", roles=["student"], ttl_s=60) for n in range(3)]
+    checks: list[bytes] = []
+    check = jwt.algorithms.HMACAlgorithm._is_der_key
+
+    def counted(key: bytes) -> bool:
+        checks.append(key)
+        return check(key)
+
+    monkeypatch.setattr(
+        jwt.algorithms.HMACAlgorithm, "_is_der_key", staticmethod(counted)
+    )
+    verifier = TokenVerifier(keys=SharedSecret(other))
+    assert [verifier.caller(t).sub for t in tokens] == ["s-0", "s-1", "s-2"]
+    assert checks == [other]
+    with pytest.raises(InvalidTokenError, match="badly signed"):
+        verifier.caller(_token())  # signed with another secret

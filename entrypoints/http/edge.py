@@ -1,0 +1,126 @@
+"""What every HTTP request passes before a route, in one ASGI layer.
+
+In order: the Host allowlist (CLUB_ALLOWED_HOSTS; a refusal names no request id),
+the request id bound to the logs and echoed in `X-Request-ID`, the deadline
+(`deadline.py`: past it the client gets 503 and the work carries on), and the body
+limit (`body_limit.py`: 413 before anything parses the body). One layer reads the
+headers once and wraps `send` once: as three wrapping middlewares they cost each
+request three more coroutines and two more `send` wrappers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from uuid import uuid4
+
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from structlog.contextvars import bound_contextvars
+
+from entrypoints.http.body_limit import MAX_BODY_BYTES, read_within, replay, too_large
+from entrypoints.http.deadline import late_answer
+from entrypoints.http.hosts import host_refused, serves
+from entrypoints.http.request_context import HEADER, path_ids, well_formed
+
+log = structlog.get_logger()
+
+
+class _Exchange:
+    """One request's answer: begun by the route, or given up at the deadline."""
+
+    __slots__ = ("abandoned", "started")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.abandoned = False
+
+
+class Edge:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        deadline_seconds: float,
+        allowed_hosts: Iterable[str] | None = None,
+        body_limit: int = MAX_BODY_BYTES,
+    ) -> None:
+        """`allowed_hosts`: the names served (None: any, as a test's client sends)."""
+        self.app = app
+        self.seconds = deadline_seconds
+        self.hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
+        self.limit = body_limit
+        self._abandoned: set[asyncio.Task[None]] = set()  # strong refs until done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = declared = given_id = None
+        for name, value in scope["headers"]:  # the last Host and length count
+            if name == b"host":
+                host = value
+            elif name == b"content-length":
+                declared = value
+            elif given_id is None and name.lower() == HEADER:
+                given_id = value
+        if self.hosts is not None and not serves(self.hosts, host or b""):
+            await host_refused()(scope, receive, send)
+            return
+        request_id = well_formed(given_id) or uuid4().hex
+        echoed = request_id.encode()
+        exchange = _Exchange()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (name, value)
+                    for name, value in message.get("headers", ())
+                    if name.lower() != HEADER
+                ]
+                message = {**message, "headers": [*headers, (HEADER, echoed)]}
+            await send(message)
+
+        async def send_once(message: Message) -> None:
+            """The route's answer, unless the deadline answered instead."""
+            if not exchange.abandoned:
+                exchange.started = True
+                await send_with_id(message)
+
+        with bound_contextvars(request_id=request_id, **path_ids(scope["path"])):
+            # A task of its own: past the deadline this call returns with the 503
+            # while the work carries on (a test's client waits for the return).
+            task = asyncio.ensure_future(
+                self._limited(scope, receive, send_once, declared)
+            )
+            done, _ = await asyncio.wait({task}, timeout=self.seconds)
+            if done or exchange.started:  # answered in time, or already answering
+                await task
+                return
+            exchange.abandoned = True
+            self._abandoned.add(task)
+            task.add_done_callback(self._finished_late)
+            path = scope.get("path", "")
+            log.warning("http.deadline_exceeded", path=path, seconds=self.seconds)
+            await late_answer(scope, self.seconds)(scope, receive, send_with_id)
+
+    def _finished_late(self, task: asyncio.Task[None]) -> None:
+        self._abandoned.discard(task)
+        error = None if task.cancelled() else task.exception()
+        log.info(
+            "http.abandoned_request_finished", error=repr(error) if error else None
+        )
+
+    async def _limited(
+        self, scope: Scope, receive: Receive, send: Send, declared: bytes | None
+    ) -> None:
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await too_large(send, self.limit)
+            return
+        body = await read_within(receive, self.limit)
+        if body is None:  # the client left: nobody to answer
+            return
+        if len(body) > self.limit:
+            await too_large(send, self.limit)
+            return
+        await self.app(scope, replay(body, receive), send)
