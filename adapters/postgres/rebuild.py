@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from uuid import UUID
 
 import attrs
@@ -30,7 +31,8 @@ import sqlalchemy as sa
 import structlog
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 
-from adapters.postgres.inbox import Apply, consumer_lock, insert_new
+from adapters.postgres.inbox import Apply, consumer_lock
+from adapters.postgres.inbox_copy import copy_inbox_rows
 from adapters.postgres.recorder import select_notifications_of
 from adapters.postgres.skips import Skipped, record_skip
 from adapters.reasons import describe
@@ -100,8 +102,7 @@ class Rebuild:
     def run(self, progress: Progress | None = None) -> RebuildReport:
         started = time.perf_counter()
         self._create_shadow()
-        while self._catch_up_one_batch(progress or _quiet):
-            pass
+        self._fill(progress or _quiet)
         self._switch()
         seconds = time.perf_counter() - started
         return RebuildReport(self.events_applied, seconds, self.skipped)
@@ -115,24 +116,38 @@ class Rebuild:
                 f'CREATE TABLE "{self.shadow}".inbox (LIKE inbox INCLUDING ALL)'
             )
 
-    def _catch_up_one_batch(self, progress: Progress) -> bool:
-        notifications = self._next_notifications()
-        if not notifications:
-            return False
+    def _fill(self, progress: Progress) -> None:
+        """Batch after batch until the log's end, the next batch read (on another
+        connection) while this one is mapped and written: PostgreSQL's reading and
+        this process's Python overlap."""
+        with ThreadPoolExecutor(1, thread_name_prefix="rebuild-read") as reader:
+            batch = self._next_notifications()
+            while batch:
+                upcoming = reader.submit(self._notifications_after, batch[-1].id)
+                self._write_batch(batch, progress)
+                batch = upcoming.result()
+
+    def _write_batch(
+        self, notifications: Sequence[Notification], progress: Progress
+    ) -> None:
         with self._shadow_engine.begin() as conn:
+            # A crash loses the shadow anyway (the next run starts it afresh), and
+            # the switch commits durably, flushing every batch before it: a batch
+            # need not wait for its own flush.
+            conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
             self._apply_in_shadow(conn, notifications)
-        newest = self._recorder.max_notification_id() or self._position
-        progress(self._position, newest)
-        return True
+        if progress is not _quiet:
+            newest = self._recorder.max_notification_id() or self._position
+            progress(self._position, newest)
 
     def _next_notifications(self) -> Sequence[Notification]:
         """The published rows of the next stretch of the log, and its last row:
         the rest is seat bookkeeping, which the server leaves out."""
+        return self._notifications_after(self._position)
+
+    def _notifications_after(self, position: int) -> Sequence[Notification]:
         return select_notifications_of(
-            self._recorder,
-            PUBLISHED_TOPICS,
-            after=self._position,
-            limit=self._batch_size,
+            self._recorder, PUBLISHED_TOPICS, after=position, limit=self._batch_size
         )
 
     def _apply_in_shadow(
@@ -164,8 +179,8 @@ class Rebuild:
         envelopes = [envelope for _, envelope in published]
         if envelopes:
             self._apply(conn, envelopes)
-            # The shadow engine puts this into the shadow schema's inbox.
-            insert_new(conn, self.name, [_inbox_row(e) for e in envelopes])
+            rows = [_inbox_row(e) for e in envelopes]
+            copy_inbox_rows(conn, self.shadow, self.name, rows)
             self.events_applied += len(envelopes)
 
     def _published(
