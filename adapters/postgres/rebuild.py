@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from uuid import UUID
 
 import attrs
@@ -101,11 +101,15 @@ class Rebuild:
 
     def run(self, progress: Progress | None = None) -> RebuildReport:
         started = time.perf_counter()
-        self._create_shadow()
-        self._fill(progress or _quiet)
+        self.build_shadow(progress)
         self._switch()
         seconds = time.perf_counter() - started
         return RebuildReport(self.events_applied, seconds, self.skipped)
+
+    def build_shadow(self, progress: Progress | None = None) -> None:
+        """Step 1 alone: the shadow tables filled to the log's end, not switched."""
+        self._create_shadow()
+        self._fill(progress or _quiet)
 
     def _create_shadow(self) -> None:
         with self._shadow_engine.begin() as conn:
@@ -117,25 +121,37 @@ class Rebuild:
             )
 
     def _fill(self, progress: Progress) -> None:
-        """Batch after batch until the log's end, the next batch read (on another
-        connection) while this one is mapped and written: PostgreSQL's reading and
-        this process's Python overlap."""
-        with ThreadPoolExecutor(1, thread_name_prefix="rebuild-read") as reader:
+        """Batch after batch until the log's end, as a pipeline of three threads:
+        the next batch is read while this one is mapped and the last one written,
+        so PostgreSQL's reading and writing overlap this process's Python."""
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="rebuild-read") as reader,
+            ThreadPoolExecutor(1, thread_name_prefix="rebuild-write") as writer,
+        ):
             batch = self._next_notifications()
+            written: Future[None] | None = None
             while batch:
                 upcoming = reader.submit(self._notifications_after, batch[-1].id)
-                self._write_batch(batch, progress)
+                published = self._published(batch)
+                if written is not None:
+                    written.result()  # one batch in writing at a time, in order
+                written = writer.submit(self._write_batch, batch, published, progress)
                 batch = upcoming.result()
+            if written is not None:
+                written.result()
 
     def _write_batch(
-        self, notifications: Sequence[Notification], progress: Progress
+        self,
+        notifications: Sequence[Notification],
+        published: Sequence[tuple[int, Envelope]],
+        progress: Progress,
     ) -> None:
         with self._shadow_engine.begin() as conn:
             # A crash loses the shadow anyway (the next run starts it afresh), and
             # the switch commits durably, flushing every batch before it: a batch
             # need not wait for its own flush.
             conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
-            self._apply_in_shadow(conn, notifications)
+            self._apply_in_shadow(conn, notifications, published)
         if progress is not _quiet:
             newest = self._recorder.max_notification_id() or self._position
             progress(self._position, newest)
@@ -151,9 +167,11 @@ class Rebuild:
         )
 
     def _apply_in_shadow(
-        self, conn: sa.Connection, notifications: Sequence[Notification]
+        self,
+        conn: sa.Connection,
+        notifications: Sequence[Notification],
+        published: Sequence[tuple[int, Envelope]],
     ) -> None:
-        published = self._published(notifications)
         if not published:  # seat bookkeeping only
             self._position = notifications[-1].id
             return
@@ -251,7 +269,7 @@ class Rebuild:
             )
             consumer_lock(conn, self.name)  # the live consumer waits from here
             while tail := self._next_notifications():
-                self._apply_in_shadow(conn, tail)
+                self._apply_in_shadow(conn, tail, self._published(tail))
             conn.exec_driver_sql(
                 f'INSERT INTO inbox SELECT * FROM "{self.shadow}".inbox '  # noqa: S608 - our names
                 "ON CONFLICT DO NOTHING"
