@@ -27,21 +27,29 @@ def relay_rate(container, database_url: str, nats_url: str) -> list[float]:
     settings = Settings.from_env(
         {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
     )
+    return [asyncio.run(_relay_all(container, settings, nats_url)) for _ in range(RUNS)]
 
-    async def one() -> float:
-        nc = await connect(nats_url, name="bench-relay")
-        js = nc.jetstream()
-        await fresh_stream(js)
-        # A lease of its own each run, so each run publishes the whole outbox again.
-        relay = build_relay(settings, container, js, name=f"bench-{uuid4().hex[:6]}")
-        start = time.perf_counter()
-        await relay_all(relay)
-        elapsed = time.perf_counter() - start
-        count = (await js.stream_info(EVENTS_STREAM)).state.messages
-        await nc.close()
-        return count / elapsed
 
-    return [asyncio.run(one()) for _ in range(RUNS)]
+def relay_once(container, database_url: str, nats_url: str) -> float:
+    """The whole outbox into a fresh stream, once (what a consumer then reads)."""
+    settings = Settings.from_env(
+        {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
+    )
+    return asyncio.run(_relay_all(container, settings, nats_url))
+
+
+async def _relay_all(container, settings: Settings, nats_url: str) -> float:
+    nc = await connect(nats_url, name="bench-relay")
+    js = nc.jetstream()
+    await fresh_stream(js)
+    # A lease of its own each run, so each run publishes the whole outbox again.
+    relay = build_relay(settings, container, js, name=f"bench-{uuid4().hex[:6]}")
+    start = time.perf_counter()
+    await relay_all(relay)
+    elapsed = time.perf_counter() - start
+    count = (await js.stream_info(EVENTS_STREAM)).state.messages
+    await nc.close()
+    return count / elapsed
 
 
 def raw_publish_rate(envelopes: list[Envelope], nats_url: str) -> list[float]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from uuid import UUID
 
 import attrs
@@ -30,7 +31,8 @@ import sqlalchemy as sa
 import structlog
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 
-from adapters.postgres.inbox import Apply, consumer_lock, insert_new
+from adapters.postgres.inbox import Apply, consumer_lock
+from adapters.postgres.inbox_copy import copy_inbox_rows
 from adapters.postgres.recorder import select_notifications_of
 from adapters.postgres.skips import Skipped, record_skip
 from adapters.reasons import describe
@@ -99,12 +101,15 @@ class Rebuild:
 
     def run(self, progress: Progress | None = None) -> RebuildReport:
         started = time.perf_counter()
-        self._create_shadow()
-        while self._catch_up_one_batch(progress or _quiet):
-            pass
+        self.build_shadow(progress)
         self._switch()
         seconds = time.perf_counter() - started
         return RebuildReport(self.events_applied, seconds, self.skipped)
+
+    def build_shadow(self, progress: Progress | None = None) -> None:
+        """Step 1 alone: the shadow tables filled to the log's end, not switched."""
+        self._create_shadow()
+        self._fill(progress or _quiet)
 
     def _create_shadow(self) -> None:
         with self._shadow_engine.begin() as conn:
@@ -115,30 +120,58 @@ class Rebuild:
                 f'CREATE TABLE "{self.shadow}".inbox (LIKE inbox INCLUDING ALL)'
             )
 
-    def _catch_up_one_batch(self, progress: Progress) -> bool:
-        notifications = self._next_notifications()
-        if not notifications:
-            return False
+    def _fill(self, progress: Progress) -> None:
+        """Batch after batch until the log's end, as a pipeline of three threads:
+        the next batch is read while this one is mapped and the last one written,
+        so PostgreSQL's reading and writing overlap this process's Python."""
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="rebuild-read") as reader,
+            ThreadPoolExecutor(1, thread_name_prefix="rebuild-write") as writer,
+        ):
+            batch = self._next_notifications()
+            written: Future[None] | None = None
+            while batch:
+                upcoming = reader.submit(self._notifications_after, batch[-1].id)
+                published = self._published(batch)
+                if written is not None:
+                    written.result()  # one batch in writing at a time, in order
+                written = writer.submit(self._write_batch, batch, published, progress)
+                batch = upcoming.result()
+            if written is not None:
+                written.result()
+
+    def _write_batch(
+        self,
+        notifications: Sequence[Notification],
+        published: Sequence[tuple[int, Envelope]],
+        progress: Progress,
+    ) -> None:
         with self._shadow_engine.begin() as conn:
-            self._apply_in_shadow(conn, notifications)
-        newest = self._recorder.max_notification_id() or self._position
-        progress(self._position, newest)
-        return True
+            # A crash loses the shadow anyway (the next run starts it afresh), and
+            # the switch commits durably, flushing every batch before it: a batch
+            # need not wait for its own flush.
+            conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
+            self._apply_in_shadow(conn, notifications, published)
+        if progress is not _quiet:
+            newest = self._recorder.max_notification_id() or self._position
+            progress(self._position, newest)
 
     def _next_notifications(self) -> Sequence[Notification]:
         """The published rows of the next stretch of the log, and its last row:
         the rest is seat bookkeeping, which the server leaves out."""
+        return self._notifications_after(self._position)
+
+    def _notifications_after(self, position: int) -> Sequence[Notification]:
         return select_notifications_of(
-            self._recorder,
-            PUBLISHED_TOPICS,
-            after=self._position,
-            limit=self._batch_size,
+            self._recorder, PUBLISHED_TOPICS, after=position, limit=self._batch_size
         )
 
     def _apply_in_shadow(
-        self, conn: sa.Connection, notifications: Sequence[Notification]
+        self,
+        conn: sa.Connection,
+        notifications: Sequence[Notification],
+        published: Sequence[tuple[int, Envelope]],
     ) -> None:
-        published = self._published(notifications)
         if not published:  # seat bookkeeping only
             self._position = notifications[-1].id
             return
@@ -164,8 +197,8 @@ class Rebuild:
         envelopes = [envelope for _, envelope in published]
         if envelopes:
             self._apply(conn, envelopes)
-            # The shadow engine puts this into the shadow schema's inbox.
-            insert_new(conn, self.name, [_inbox_row(e) for e in envelopes])
+            rows = [_inbox_row(e) for e in envelopes]
+            copy_inbox_rows(conn, self.shadow, self.name, rows)
             self.events_applied += len(envelopes)
 
     def _published(
@@ -236,7 +269,7 @@ class Rebuild:
             )
             consumer_lock(conn, self.name)  # the live consumer waits from here
             while tail := self._next_notifications():
-                self._apply_in_shadow(conn, tail)
+                self._apply_in_shadow(conn, tail, self._published(tail))
             conn.exec_driver_sql(
                 f'INSERT INTO inbox SELECT * FROM "{self.shadow}".inbox '  # noqa: S608 - our names
                 "ON CONFLICT DO NOTHING"
