@@ -60,7 +60,7 @@ def resolve_command(
     settings: Settings, args: argparse.Namespace, *, open: OpenContainer
 ) -> int:
     purchase_id = _purchase_id(args.purchase_id)
-    reason = _reason(args.reason)
+    reason = checked_reason(args.reason)
     decision: Resolution = args.decision
     database_url, _ = settings.operator_services()
     container = open(database_url)
@@ -107,7 +107,8 @@ def _purchase_id(text: str) -> UUID:
         raise ConfigError(f"ID is a purchase's UUID, not {text!r:.60}") from None
 
 
-def _reason(text: str) -> str:
+def checked_reason(text: str) -> str:
+    """The reason kept with a decision, from the command line or the page."""
     reason = text.strip()
     if not reason or len(reason) > MAX_REASON:
         msg = f"--reason says why in 1-{MAX_REASON} characters"

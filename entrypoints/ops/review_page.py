@@ -20,11 +20,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from application.errors import NotFoundError
 from domain.errors import DomainError
 from domain.purchase import Purchase, Resolution, Status
+from entrypoints.config.settings import ConfigError
 from entrypoints.http.deps import ContainerDep
 from entrypoints.ops.access import OpsConfigDep, require_operator
 from entrypoints.ops.html import HEADERS, STYLE, message_page
 from entrypoints.ops.page import OPERATOR, PageRoute
-from entrypoints.ops.purchase_resolve import MAX_REASON, WHAT_FOLLOWS
+from entrypoints.ops.purchase_resolve import MAX_REASON, WHAT_FOLLOWS, checked_reason
 from entrypoints.ops.session import Session, csrf_token
 
 router = APIRouter(
@@ -62,11 +63,12 @@ async def resolve(
     fields = parse_qs((await request.body()).decode("utf-8", "replace"))
     form = {name: values[0] for name, values in fields.items()}
     decision = next((r for r in Resolution if r.value == form.get("decision")), None)
-    reason = form.get("reason", "").strip()
     if decision is None:
         return _message("Not resolved", "choose refund, confirm or cancel", 422)
-    if not reason or len(reason) > MAX_REASON:
-        return _message("Not resolved", f"say why in 1-{MAX_REASON} characters", 422)
+    try:  # the same rule as the command line's --reason
+        reason = checked_reason(form.get("reason", ""))
+    except ConfigError as error:
+        return _message("Not resolved", str(error), 422)
     resolve_review = functools.partial(
         container.app.resolve_review,
         wanted,

@@ -95,6 +95,7 @@ def test_a_post_without_the_sessions_csrf_token_changes_nothing(
     [
         ({"decision": "steal", "reason": "x"}, 422),
         ({"decision": "cancel", "reason": "  "}, 422),
+        ({"decision": "cancel", "reason": "ok\x1b[2Jcleared"}, 422),  # as the CLI
         ({"decision": "refund", "reason": "x"}, 409),  # nothing captured to refund
     ],
 )
