@@ -35,4 +35,6 @@ class Notification:
     attempts: int = 0
     last_error: str | None = None
     sent_at: datetime | None = None
-    age_s: float = 0.0  # since the row was created (the first send), by the database
+    # Since the row was created (the first send), on the database's clock: a
+    # reading taken with the row, not part of its state, so not compared.
+    age_s: float = attrs.field(default=0.0, eq=False)
