@@ -25,16 +25,32 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await too_large(send, self.limit)
-            return
-        body = await read_within(receive, self.limit)
-        if body is None:  # the client left: nobody to answer
-            return
-        if len(body) > self.limit:
-            await too_large(send, self.limit)
-            return
-        await self.app(scope, replay(body, receive), send)
+        await within_limit(
+            self.app, scope, receive, send, limit=self.limit, declared=declared
+        )
+
+
+async def within_limit(
+    app: ASGIApp,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    *,
+    limit: int,
+    declared: bytes | None,
+) -> None:
+    """`app` with the whole body read first, or 413 without calling it: at once
+    when Content-Length says too much, else once the bytes read pass `limit`."""
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        await too_large(send, limit)
+        return
+    body = await read_within(receive, limit)
+    if body is None:  # the client left: nobody to answer
+        return
+    if len(body) > limit:
+        await too_large(send, limit)
+        return
+    await app(scope, replay(body, receive), send)
 
 
 async def read_within(receive: Receive, limit: int) -> bytes | None:

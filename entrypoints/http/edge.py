@@ -18,7 +18,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bound_contextvars
 
-from entrypoints.http.body_limit import MAX_BODY_BYTES, read_within, replay, too_large
+from entrypoints.http.body_limit import MAX_BODY_BYTES, within_limit
 from entrypoints.http.deadline import late_answer
 from entrypoints.http.hosts import host_refused, serves
 from entrypoints.http.request_context import HEADER, path_ids, well_formed
@@ -91,7 +91,14 @@ class Edge:
             # A task of its own: past the deadline this call returns with the 503
             # while the work carries on (a test's client waits for the return).
             task = asyncio.ensure_future(
-                self._limited(scope, receive, send_once, declared)
+                within_limit(
+                    self.app,
+                    scope,
+                    receive,
+                    send_once,
+                    limit=self.limit,
+                    declared=declared,
+                )
             )
             done, _ = await asyncio.wait({task}, timeout=self.seconds)
             if done or exchange.started:  # answered in time, or already answering
@@ -110,17 +117,3 @@ class Edge:
         log.info(
             "http.abandoned_request_finished", error=repr(error) if error else None
         )
-
-    async def _limited(
-        self, scope: Scope, receive: Receive, send: Send, declared: bytes | None
-    ) -> None:
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await too_large(send, self.limit)
-            return
-        body = await read_within(receive, self.limit)
-        if body is None:  # the client left: nobody to answer
-            return
-        if len(body) > self.limit:
-            await too_large(send, self.limit)
-            return
-        await self.app(scope, replay(body, receive), send)
