@@ -24,6 +24,7 @@ from application.ids import CLUB_NS
 from application.purchase_view import PurchaseView, view_of
 from domain.enrollment import Enrollment
 from domain.errors import AlternativePriceError
+from domain.lesson import Lesson
 from domain.purchase import Purchase, Resolution, Status
 
 KEY_PREFIX = "purchase-"
@@ -213,15 +214,7 @@ class PurchaseUseCases(ClubStore):
             enrollment_id = enrollment_id_of(purchase.id)
             purchase.grant_access(enrollment_id=enrollment_id)
             lesson = self.get_lesson(purchase.lesson_id)
-            lesson.convert_hold(purchase_id=purchase.id, enrollment_id=enrollment_id)
-            enrollment = Enrollment.confirm(
-                enrollment_id=enrollment_id,
-                lesson_id=lesson.id,
-                student_id=purchase.student_id,
-                request_id=purchase.request_id,
-                lesson_starts_at=lesson.starts_at,
-            )
-            return [lesson, enrollment]
+            return [lesson, _seat_taken(lesson, purchase, enrollment_id)]
 
         return self._change_purchase(purchase_id, grant)
 
@@ -274,15 +267,7 @@ class PurchaseUseCases(ClubStore):
             )
             enrollment_id = enrollment_id_of(new_id)
             new.grant_access(enrollment_id=enrollment_id)
-            lesson.convert_hold(purchase_id=new_id, enrollment_id=enrollment_id)
-            enrollment = Enrollment.confirm(
-                enrollment_id=enrollment_id,
-                lesson_id=lesson_id,
-                student_id=old.student_id,
-                request_id=f"{ALTERNATIVE_REQUEST}{old.id}",
-                lesson_starts_at=lesson.starts_at,
-            )
-            return [lesson, new, enrollment]
+            return [lesson, new, _seat_taken(lesson, new, enrollment_id)]
 
         return self._change_purchase(purchase_id, accept)
 
@@ -371,15 +356,7 @@ class PurchaseUseCases(ClubStore):
                     student_id=purchase.student_id,
                     until=now + timedelta(minutes=1),
                 )
-            lesson.convert_hold(purchase_id=purchase.id, enrollment_id=enrollment_id)
-            enrollment = Enrollment.confirm(
-                enrollment_id=enrollment_id,
-                lesson_id=lesson.id,
-                student_id=purchase.student_id,
-                request_id=purchase.request_id,
-                lesson_starts_at=lesson.starts_at,
-            )
-            return [lesson, enrollment]
+            return [lesson, _seat_taken(lesson, purchase, enrollment_id)]
 
         return self._change_purchase(purchase_id, resolve)
 
@@ -453,3 +430,15 @@ class Purchases:
 
 
 __all__ = ["PurchaseView", "Purchases", "Status"]
+
+
+def _seat_taken(lesson: Lesson, purchase: Purchase, enrollment_id: UUID) -> Enrollment:
+    """The purchase's held seat becomes its enrollment, confirmed in the same save."""
+    lesson.convert_hold(purchase_id=purchase.id, enrollment_id=enrollment_id)
+    return Enrollment.confirm(
+        enrollment_id=enrollment_id,
+        lesson_id=lesson.id,
+        student_id=purchase.student_id,
+        request_id=purchase.request_id,
+        lesson_starts_at=lesson.starts_at,
+    )
