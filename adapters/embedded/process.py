@@ -95,6 +95,11 @@ def stop(
     if proc.poll() is not None:
         return
     proc.send_signal(sig)
+    wait_or_kill(proc, timeout)
+
+
+def wait_or_kill(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """Waits for a process already asked to stop; SIGKILL if it takes too long."""
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:

@@ -7,7 +7,6 @@ import asyncio
 import functools
 import getpass
 import json
-import signal
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters.nats.streams import connect
+from adapters.stop_signals import stop_on_signals
 from application import retention
 from application.console_reads import (
     DeadLetter,
@@ -284,19 +284,16 @@ async def _replay(
     console: Console,
 ) -> ReplayReport:
     """Ctrl-C (or SIGTERM) stops after the entry in hand; the next run resumes."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     nc = await connect(nats_url, name="club-dlq-replay")
     try:
-        return await queue_of(nc.jetstream(), container).replay(
-            request,
-            stop=stop,
-            progress=lambda e: console.print(
-                f"handed back DLQ #{e.dlq_seq} {e.event_id}"
-            ),
-        )
+        with stop_on_signals() as stop:
+            return await queue_of(nc.jetstream(), container).replay(
+                request,
+                stop=stop,
+                progress=lambda e: console.print(
+                    f"handed back DLQ #{e.dlq_seq} {e.event_id}"
+                ),
+            )
     finally:
         await nc.close()
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -20,6 +19,7 @@ from nats.js import JetStreamContext
 
 from adapters.nats.relay import Relay
 from adapters.nats.streams import connect
+from adapters.stop_signals import stop_on_signals
 from adapters.transient import TRANSIENT, Backoff
 from entrypoints.config.container import Container
 from entrypoints.config.settings import ConfigError, Settings
@@ -88,27 +88,35 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
 
 
 def run_relay(settings: Settings) -> None:
-    asyncio.run(_serve(settings, bootstrap.Role("relay"), bootstrap.build_relay))
+    serve = partial(_serve, settings, bootstrap.Role("relay"), bootstrap.build_relay)
+    asyncio.run(_until_signalled(serve))
 
 
 def run_projector(settings: Settings, name: str) -> None:
     build = partial(bootstrap.build_projector, name=name)
-    asyncio.run(_serve(settings, bootstrap.Role("projector", name), build))
+    role = bootstrap.Role("projector", name)
+    asyncio.run(_until_signalled(partial(_serve, settings, role, build)))
 
 
 def run_worker(settings: Settings, name: str) -> None:
     build = partial(bootstrap.build_worker, name=name)
-    asyncio.run(_serve(settings, bootstrap.Role("worker", name), build))
+    role = bootstrap.Role("worker", name)
+    asyncio.run(_until_signalled(partial(_serve, settings, role, build)))
 
 
 def run_saga(settings: Settings) -> None:
-    asyncio.run(_serve_saga(settings))
+    asyncio.run(_until_signalled(partial(_serve_saga, settings)))
 
 
-async def _serve_saga(settings: Settings) -> None:
+async def _until_signalled(serve: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Runs a role's main coroutine until the first SIGINT or SIGTERM."""
+    with stop_on_signals() as stop:
+        await serve(stop)
+
+
+async def _serve_saga(settings: Settings, stop: asyncio.Event) -> None:
     """The saga needs the database and the payment provider, not the broker."""
     database_url, _ = settings.require_services()
-    stop = _stop_on_signals()
     role = bootstrap.Role("saga")
     metrics = await serve_metrics(settings, role)
     try:
@@ -142,7 +150,8 @@ def run_trim(settings: Settings, *, once: bool = False) -> None:
         raise ConfigError(msg)
     role = bootstrap.Role("trim")
     if not once:
-        asyncio.run(_serve_trim(settings, database_url, role))
+        serve = partial(_serve_trim, settings, database_url, role)
+        asyncio.run(_until_signalled(serve))
         return
     container = bootstrap.build(
         database_url, **bootstrap.container_options(settings, role)
@@ -160,9 +169,8 @@ def run_trim(settings: Settings, *, once: bool = False) -> None:
 
 
 async def _serve_trim(
-    settings: Settings, database_url: str, role: bootstrap.Role
+    settings: Settings, database_url: str, role: bootstrap.Role, stop: asyncio.Event
 ) -> None:
-    stop = _stop_on_signals()
     container = await asyncio.to_thread(
         _build_when_reachable,
         database_url,
@@ -223,18 +231,11 @@ async def _connect_when_reachable(
     return None
 
 
-def _stop_on_signals() -> asyncio.Event:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
-
-
 async def _serve(
     settings: Settings,
     role: bootstrap.Role,
     build: Callable[[Settings, Container, JetStreamContext], bootstrap.Runnable],
+    stop: asyncio.Event,
 ) -> None:
     """Wait for the database and the broker, build the role, run it until a stop.
     Its /metrics answers from the start: a role still waiting is alive."""
@@ -242,7 +243,6 @@ async def _serve(
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(max_workers=bootstrap.threads(role))
     )
-    stop = _stop_on_signals()
     metrics = await serve_metrics(settings, role)
     try:
         container = await asyncio.to_thread(

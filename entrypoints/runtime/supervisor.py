@@ -21,7 +21,7 @@ import attrs
 from adapters.embedded.credentials import CredentialsFileError
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
-from adapters.embedded.process import spawn_role, stop
+from adapters.embedded.process import spawn_role, wait_or_kill
 from adapters.nats.authorization import role_users
 from application.backoff import BackoffPolicy, Jitter
 from entrypoints.config.auth_settings import kept_secret
@@ -155,12 +155,13 @@ def _up(settings: Settings) -> int:
 
 def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
     """Every role is asked to stop at once, then each is waited for: a stop costs
-    the slowest role's shutdown, not the sum of them all."""
+    the slowest role's shutdown, not the sum of them all. Asked once: a second
+    SIGTERM would land in a role already closing its event loop."""
     for proc in procs:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
     for proc in procs:
-        stop(proc, signal.SIGTERM)
+        wait_or_kill(proc)
 
 
 def _nats_urls(settings: Settings, servers: list[WatchedServer]) -> dict[str, str]:
