@@ -14,12 +14,19 @@ connection and opens a fresh one (docs/decisions/2026-12-02-hung-database-calls.
 A hung server rarely hangs one connection: every other idle connection to it,
 in any pool of the process, is then suspect. Trying each would cost a deadline
 apiece, so a connection not heard from since a call to its server was abandoned
-is replaced when next taken from its pool (`suspect`), never tried.
+is replaced when next taken from its pool (`suspect`), never tried. For the same
+reason a call already waiting on that server for a second or more is cut at once
+(its socket shut down), not left to its own deadline: requests that took hung
+connections one after another would otherwise end one deadline after another.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import socket
+import threading
 import time
 from typing import Any, ClassVar, TypeVar
 
@@ -32,6 +39,10 @@ Server = tuple[str, int, str]  # host (or socket folder), port, database
 MARGIN_S = 3.0
 # psycopg's own: how often a wait wakes to notice a Ctrl-C.
 WAIT_INTERVAL_S = 0.1
+# A call waiting this long on a server that has just failed another is cut too:
+# Club's statements answer in milliseconds, and a fresh connection's first call
+# (the server may hang only some backends) is younger than this.
+SIBLING_WAIT_S = 1.0
 
 
 class DatabaseDeadlineError(psycopg.OperationalError):
@@ -58,10 +69,14 @@ class BoundedConnection(psycopg.Connection[Any]):
     deadline_s: ClassVar[float | None] = None
     # When a call to each server was last abandoned (monotonic), for every pool.
     _hung_at: ClassVar[dict[Server, float]] = {}
+    # The calls waiting now, by connection, with when each began; every pool.
+    _waiting: ClassVar[dict[int, tuple[BoundedConnection, float]]] = {}
+    _waiting_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.answered_at = time.monotonic()  # it has just connected
+        self.cut = False  # its socket was shut down: another call to it hung
         info = self.info
         self.server: Server = (info.host, info.port, info.dbname)
 
@@ -79,22 +94,54 @@ class BoundedConnection(psycopg.Connection[Any]):
         if timeout is not None or limit is None:
             return super().wait(gen, interval, timeout)
         began = time.monotonic()
+        with self._waiting_lock:
+            self._waiting[id(self)] = (self, began)
         try:
             answer = super().wait(gen, interval, limit)
         except psycopg.OperationalError as error:
-            if time.monotonic() - began < limit:
+            if not self.cut and time.monotonic() - began < limit:
                 raise  # the connection failed by itself, before the deadline
-            self._hung_at[self.server] = time.monotonic()
             # The protocol is cut mid-exchange: the connection can serve no
             # other call. Closing it (no round trip) is what the pools see.
             self.close()
-            msg = (
-                f"the database did not answer within {limit:g} s (statement "
-                f"timeout + {MARGIN_S:g} s): its connection was closed"
-            )
+            if self.cut:
+                msg = (
+                    f"the database did not answer another call within {limit:g} s; "
+                    f"this one, waiting too, was abandoned with it"
+                )
+            else:
+                self._abandoned_a_call()
+                msg = (
+                    f"the database did not answer within {limit:g} s (statement "
+                    f"timeout + {MARGIN_S:g} s): its connection was closed"
+                )
             raise DatabaseDeadlineError(msg) from error
+        finally:
+            with self._waiting_lock:
+                self._waiting.pop(id(self), None)
         self.answered_at = time.monotonic()
         return answer
+
+    def _abandoned_a_call(self) -> None:
+        """Marks the server hung and cuts every other call long waiting on it."""
+        now = time.monotonic()
+        self._hung_at[self.server] = now
+        with self._waiting_lock:  # held: no cut call can leave `wait` meanwhile
+            for conn, began in self._waiting.values():
+                if (
+                    conn is not self
+                    and conn.server == self.server
+                    and now - began >= SIBLING_WAIT_S
+                ):
+                    conn.cut = True
+                    _shut_down(conn.pgconn.socket)
+
+
+def _shut_down(fd: int) -> None:
+    """Ends the connection on `fd` for the thread waiting on it, which then reads
+    end-of-file; its descriptor stays its own to close (a duplicate is shut)."""
+    with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fd)) as sock:
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 def bounded_connection_class(deadline_s: float | None) -> type[BoundedConnection]:

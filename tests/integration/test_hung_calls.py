@@ -142,3 +142,46 @@ def test_a_hang_seen_by_one_pool_replaces_the_others_idle_connections(
     finally:
         container.close()
         engine.dispose()
+
+
+def test_calls_long_waiting_on_a_hung_server_end_with_the_first_abandoned(
+    migrated,
+) -> None:
+    """One deadline, not one after another: a call that took a hung connection
+    later ends when the first is abandoned, not at its own deadline."""
+    connect = bounded_connection_class(DEADLINE_S).connect
+    first, later = connect(migrated[0]), connect(migrated[0])
+    pids = [first.info.backend_pid, later.info.backend_pid]
+    with stopped(migrated[0], lambda: pids, at_least=2), ThreadPoolExecutor(2) as pool:
+        first_call = pool.submit(first.execute, "SELECT 1")
+        time.sleep(DEADLINE_S / 2)  # given: the later call begins 2 s in
+        later_began = time.monotonic()
+        later_call = pool.submit(later.execute, "SELECT 1")
+        with pytest.raises(DatabaseDeadlineError, match="did not answer within"):
+            first_call.result()
+        with pytest.raises(DatabaseDeadlineError, match="abandoned with it"):
+            later_call.result()
+        later_took = time.monotonic() - later_began
+        # and a fresh connection's call, begun after, is its own
+        with connect(migrated[0]) as healthy:
+            assert healthy.execute("SELECT 1").fetchone() == (1,)
+    # about 2 s (to the first one's deadline), never its own 4 s
+    assert later_took < DEADLINE_S - 1.0
+    assert first.closed
+    assert later.closed
+
+
+def test_a_call_begun_just_before_the_hang_is_seen_is_not_cut(migrated) -> None:
+    """Younger than a second: a fresh connection's first call, not a suspect."""
+    connect = bounded_connection_class(DEADLINE_S).connect
+    hung, young = connect(migrated[0]), connect(migrated[0])
+    pid = hung.info.backend_pid
+    with stopped(migrated[0], lambda: [pid]), ThreadPoolExecutor(2) as pool:
+        hung_call = pool.submit(hung.execute, "SELECT 1")
+        time.sleep(DEADLINE_S - 0.5)
+        young_call = pool.submit(young.execute, "SELECT pg_sleep(1.5), 1")
+        with pytest.raises(DatabaseDeadlineError):
+            hung_call.result()
+        assert young_call.result().fetchone()[1] == 1
+    assert not young.closed
+    young.close()
