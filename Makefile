@@ -33,8 +33,13 @@ browser:
 	  fi; \
 	fi
 
+# Most of the suite waits (for servers, deadlines, retries) rather than computes:
+# two or more workers share the cores. A file's tests stay together and in order,
+# with their module's servers (--dist loadfile).
+PARALLEL := -n auto --maxprocesses 4 --dist loadfile
+
 test: $(STAMP) browser
-	$(PYTEST)
+	$(PYTEST) $(PARALLEL)
 
 # One layer at a time; `make test` runs them all.
 test-unit: $(STAMP)
@@ -46,7 +51,7 @@ test-integration: $(STAMP)
 # The integration tests that reach PostgreSQL: CI runs them again against the
 # machine's server (CLUB_DATABASE_URL); the others would only repeat themselves.
 test-postgres: $(STAMP)
-	$(PYTEST) -m "integration and postgres"
+	$(PYTEST) $(PARALLEL) -m "integration and postgres"
 
 test-e2e: $(STAMP) browser
 	$(PYTEST) -m e2e
