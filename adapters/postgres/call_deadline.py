@@ -22,7 +22,6 @@ connections one after another would otherwise end one deadline after another.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import socket
@@ -69,14 +68,14 @@ class BoundedConnection(psycopg.Connection[Any]):
     deadline_s: ClassVar[float | None] = None
     # When a call to each server was last abandoned (monotonic), for every pool.
     _hung_at: ClassVar[dict[Server, float]] = {}
-    # The calls waiting now, by connection, with when each began; every pool.
-    _waiting: ClassVar[dict[int, tuple[BoundedConnection, float]]] = {}
-    _waiting_lock: ClassVar[threading.Lock] = threading.Lock()
+    # The calls waiting now, in every pool. Reentrant: a connection finalized by
+    # the garbage collector inside the lock rolls back, which waits too.
+    _waiting: ClassVar[set[_Call]] = set()
+    _waiting_lock: ClassVar[threading.RLock] = threading.RLock()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.answered_at = time.monotonic()  # it has just connected
-        self.cut = False  # its socket was shut down: another call to it hung
         info = self.info
         self.server: Server = (info.host, info.port, info.dbname)
 
@@ -94,54 +93,89 @@ class BoundedConnection(psycopg.Connection[Any]):
         if timeout is not None or limit is None:
             return super().wait(gen, interval, timeout)
         began = time.monotonic()
-        with self._waiting_lock:
-            self._waiting[id(self)] = (self, began)
+        call = self._enter(began)
         try:
             answer = super().wait(gen, interval, limit)
         except psycopg.OperationalError as error:
-            if not self.cut and time.monotonic() - began < limit:
-                raise  # the connection failed by itself, before the deadline
-            # The protocol is cut mid-exchange: the connection can serve no
-            # other call. Closing it (no round trip) is what the pools see.
-            self.close()
-            if self.cut:
-                msg = (
-                    f"the database did not answer another call within {limit:g} s; "
-                    f"this one, waiting too, was abandoned with it"
-                )
-            else:
+            was_cut = self._leave(call)
+            hung = time.monotonic() - began >= limit
+            if was_cut or hung:
+                # The protocol is cut mid-exchange: the connection can serve no
+                # other call. Closing it (no round trip) is what the pools see.
+                self.close()
+            if not hung and (not was_cut or error.sqlstate is not None):
+                raise  # it failed by itself, or the server answered an error
+            if hung:
                 self._abandoned_a_call()
                 msg = (
                     f"the database did not answer within {limit:g} s (statement "
                     f"timeout + {MARGIN_S:g} s): its connection was closed"
                 )
+            else:
+                msg = (
+                    f"the database did not answer another call within {limit:g} s; "
+                    f"this one, waiting too, was abandoned with it"
+                )
             raise DatabaseDeadlineError(msg) from error
-        finally:
-            with self._waiting_lock:
-                self._waiting.pop(id(self), None)
+        except BaseException:
+            self._leave(call)
+            raise
+        if self._leave(call):
+            self.close()  # cut as its answer came: its socket is shut down
         self.answered_at = time.monotonic()
         return answer
+
+    def _enter(self, began: float) -> _Call:
+        call = _Call(self.server, began, os.dup(self.pgconn.socket))
+        with self._waiting_lock:
+            self._waiting.add(call)
+        return call
+
+    def _leave(self, call: _Call) -> bool:
+        """Whether the call was cut; once it has left, no one can cut it."""
+        with self._waiting_lock:
+            self._waiting.discard(call)
+        os.close(call.fd)
+        return call.cut
 
     def _abandoned_a_call(self) -> None:
         """Marks the server hung and cuts every other call long waiting on it."""
         now = time.monotonic()
         self._hung_at[self.server] = now
-        with self._waiting_lock:  # held: no cut call can leave `wait` meanwhile
-            for conn, began in self._waiting.values():
-                if (
-                    conn is not self
-                    and conn.server == self.server
-                    and now - began >= SIBLING_WAIT_S
-                ):
-                    conn.cut = True
-                    _shut_down(conn.pgconn.socket)
+        with self._waiting_lock:  # held: no call leaves, so its descriptor is open
+            for call in list(self._waiting):
+                if call.server == self.server and now - call.began >= SIBLING_WAIT_S:
+                    call.cut = True
+                    _shut_down(call.fd)
+
+
+class _Call:
+    """A call waiting on a server, with a duplicate of its socket's descriptor
+    that the call owns until it leaves the list: a cut never reaches a descriptor
+    libpq has closed (it does, on end-of-file) and the system has given again."""
+
+    __slots__ = ("began", "cut", "fd", "server")
+
+    def __init__(self, server: Server, began: float, fd: int) -> None:
+        self.server = server
+        self.began = began
+        self.fd = fd
+        self.cut = False
 
 
 def _shut_down(fd: int) -> None:
-    """Ends the connection on `fd` for the thread waiting on it, which then reads
-    end-of-file; its descriptor stays its own to close (a duplicate is shut)."""
-    with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fd)) as sock:
+    """Ends the connection for the thread waiting on it, which reads end-of-file.
+    The descriptor stays the call's to close."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return
+    try:
         sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.detach()
 
 
 def bounded_connection_class(deadline_s: float | None) -> type[BoundedConnection]:

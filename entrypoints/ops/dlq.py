@@ -284,9 +284,9 @@ async def _replay(
     console: Console,
 ) -> ReplayReport:
     """Ctrl-C (or SIGTERM) stops after the entry in hand; the next run resumes."""
-    nc = await connect(nats_url, name="club-dlq-replay")
-    try:
-        with stop_on_signals() as stop:
+    with stop_on_signals() as stop:
+        nc = await connect(nats_url, name="club-dlq-replay")
+        try:
             return await queue_of(nc.jetstream(), container).replay(
                 request,
                 stop=stop,
@@ -294,8 +294,8 @@ async def _replay(
                     f"handed back DLQ #{e.dlq_seq} {e.event_id}"
                 ),
             )
-    finally:
-        await nc.close()
+        finally:
+            await nc.close()
 
 
 def _table(entries: list[DeadLetter], title: str) -> Table:
