@@ -17,31 +17,34 @@ from entrypoints.config.settings import Settings
 from entrypoints.runtime.bootstrap import build_relay
 
 
-async def fresh_stream(js) -> None:
+async def fresh_stream(js, replicas: int = 1) -> None:
     with contextlib.suppress(NotFoundError):  # absent is fine
         await js.delete_stream(EVENTS_STREAM)
-    await ensure_streams(js)
+    await ensure_streams(js, replicas)
 
 
-def relay_rate(container, database_url: str, nats_url: str) -> list[float]:
-    settings = Settings.from_env(
-        {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
-    )
-    return [asyncio.run(_relay_all(container, settings, nats_url)) for _ in range(RUNS)]
+def relay_rate(
+    container, database_url: str, nats_url: str, replicas: int = 1
+) -> list[float]:
+    return [
+        relay_once(container, database_url, nats_url, replicas) for _ in range(RUNS)
+    ]
 
 
-def relay_once(container, database_url: str, nats_url: str) -> float:
+def relay_once(container, database_url: str, nats_url: str, replicas: int = 1) -> float:
     """The whole outbox into a fresh stream, once (what a consumer then reads)."""
     settings = Settings.from_env(
         {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
     )
-    return asyncio.run(_relay_all(container, settings, nats_url))
+    return asyncio.run(_relay_all(container, settings, nats_url, replicas))
 
 
-async def _relay_all(container, settings: Settings, nats_url: str) -> float:
+async def _relay_all(
+    container, settings: Settings, nats_url: str, replicas: int
+) -> float:
     nc = await connect(nats_url, name="bench-relay")
     js = nc.jetstream()
-    await fresh_stream(js)
+    await fresh_stream(js, replicas)
     # A lease of its own each run, so each run publishes the whole outbox again.
     relay = build_relay(settings, container, js, name=f"bench-{uuid4().hex[:6]}")
     start = time.perf_counter()
@@ -52,7 +55,15 @@ async def _relay_all(container, settings: Settings, nats_url: str) -> float:
     return count / elapsed
 
 
-def raw_publish_rate(envelopes: list[Envelope], nats_url: str) -> list[float]:
+def raw_publish_rate(
+    envelopes: list[Envelope], nats_url: str, replicas: int = 1
+) -> list[float]:
+    return [raw_publish_once(envelopes, nats_url, replicas) for _ in range(RUNS)]
+
+
+def raw_publish_once(
+    envelopes: list[Envelope], nats_url: str, replicas: int = 1
+) -> float:
     prepared = [
         (e.subject, e.to_json(), {"Nats-Msg-Id": str(e.event_id),
          "Club-Event-Type": e.type, "Club-Schema-Version": "1"})
@@ -62,7 +73,7 @@ def raw_publish_rate(envelopes: list[Envelope], nats_url: str) -> list[float]:
     async def one() -> float:
         nc = await connect(nats_url, name="bench-raw")
         js = nc.jetstream()
-        await fresh_stream(js)
+        await fresh_stream(js, replicas)
         start = time.perf_counter()
         for i in range(0, len(prepared), 500):
             futures = [
@@ -74,4 +85,4 @@ def raw_publish_rate(envelopes: list[Envelope], nats_url: str) -> list[float]:
         await nc.close()
         return len(prepared) / elapsed
 
-    return [asyncio.run(one()) for _ in range(RUNS)]
+    return asyncio.run(one())
