@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from uuid import uuid4
 
 import httpx
 import sqlalchemy as sa
@@ -46,11 +47,14 @@ EXPORTS_RATE = "1000/second"  # CLUB_RATE_LIMIT of the API the exports are asked
 
 @contextmanager
 def email_sandbox(data_dir: Path, **env: str) -> Iterator[str]:
-    """`club sandbox email` as a process on a port of its own; yields its URL."""
+    """`club sandbox email` as a process on a port of its own; yields its URL.
+    Each call with a data directory of its own: the sandbox keeps its messages,
+    and a run must count its own, not an earlier run's."""
     url = f"http://127.0.0.1:{free_port()}"
+    own = data_dir.with_name(f"{data_dir.name}-{uuid4().hex[:8]}")
     proc = subprocess.Popen(
         [sys.executable, "-m", "entrypoints.cli", "sandbox", "email"],
-        env={"CLUB_EMAIL_PROVIDER_URL": url, "CLUB_DATA_DIR": str(data_dir), **env},
+        env={"CLUB_EMAIL_PROVIDER_URL": url, "CLUB_DATA_DIR": str(own), **env},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
