@@ -183,6 +183,37 @@ async def read_chain(
     )
 
 
+OUTBOX_HOP = "outbox"
+DEADLINES_HOP = "saga-deadlines"
+NO_DEAD_LETTERS = "dlq"
+
+
+def dlq_hop(consumer: str) -> str:
+    return f"dlq:{consumer}"
+
+
+async def read_hop_ages(reads: ConsoleReads) -> dict[str, float | None]:
+    """Each hop's oldest age, and nothing else: what the /ops page's history
+    keeps. Its sampler runs inside the API every few seconds, and the whole-chain
+    read's rates, tallies and role beats beside the requests doubled the API's
+    p99 at three quarters of its capacity (docs/benchmarks.md)."""
+    consumers = await reads.chain_lags.consumer_hops([*PROJECTIONS, *WORK_CLASSES])
+    dlq = await reads.chain_lags.dlq_hops()
+    database = reads.chain_counts
+    outbox, deadlines = await asyncio.to_thread(
+        lambda: (database.outbox(), database.saga_deadlines())
+    )
+    ages: dict[str, float | None] = {OUTBOX_HOP: outbox.oldest_age_seconds}
+    ages |= {hop.consumer: hop.oldest_age_seconds for hop in consumers}
+    if deadlines is not None:
+        ages[DEADLINES_HOP] = deadlines.oldest_overdue_seconds
+    for hop in dlq:
+        ages[dlq_hop(hop.consumer)] = hop.oldest_age_seconds
+    if not dlq:
+        ages[NO_DEAD_LETTERS] = None
+    return ages
+
+
 def _retained(
     reads: ConsoleReads, retention: Retention | None, exports_dir: Path | None
 ) -> Retained:

@@ -43,7 +43,7 @@ from entrypoints.ops.access import (
     require_operator,
     secure_cookie,
 )
-from entrypoints.ops.chain_status import as_json, read_chain
+from entrypoints.ops.chain_status import as_json, read_chain, read_hop_ages
 from entrypoints.ops.dlq_trail import dlq_trail
 from entrypoints.ops.history import OpsHistory
 from entrypoints.ops.html import (
@@ -362,14 +362,8 @@ async def _sample_forever(app: FastAPI) -> None:
         if nc is None or not nc.is_connected:
             continue
         try:
-            # Ages only: the promise and the assumed rate change no age.
-            chain = await read_chain(
-                app_reads(app.state, nc.jetstream()),
-                promise_seconds=0.0,
-                configured_service_per_s=1.0,
-                detail=False,
-            )
+            ages = await read_hop_ages(app_reads(app.state, nc.jetstream()))
         except Exception as e:  # a missed sample, never a dead API
             log.debug("ops.sample_missed", error=type(e).__name__)
             continue
-        _history(app).record(hop_ages(hop_rows(as_json(chain))))
+        _history(app).record(ages)

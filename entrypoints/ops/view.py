@@ -15,7 +15,15 @@ from typing import Any
 import attrs
 
 from application.console_reads import DeadLetter
-from entrypoints.ops.chain_status import consumer_detail, roles_alive, stalled_fact
+from entrypoints.ops.chain_status import (
+    DEADLINES_HOP,
+    NO_DEAD_LETTERS,
+    OUTBOX_HOP,
+    consumer_detail,
+    dlq_hop,
+    roles_alive,
+    stalled_fact,
+)
 
 ON_TIME = "on time"
 NEVER_DRAINS = "never drains"
@@ -132,7 +140,7 @@ def hop_rows(shown: dict[str, Any]) -> list[HopRow]:
     outbox = shown["outbox"]
     rows = [
         HopRow(
-            key="outbox",
+            key=OUTBOX_HOP,
             label="outbox (stored, not yet published)",
             count=outbox["unpublished"],
             oldest_seconds=outbox["oldest_age_seconds"],
@@ -156,7 +164,7 @@ def hop_rows(shown: dict[str, Any]) -> list[HopRow]:
     if deadlines is not None:
         rows.append(
             HopRow(
-                key="saga-deadlines",
+                key=DEADLINES_HOP,
                 label="saga deadlines (overdue)",
                 count=deadlines["overdue"],
                 oldest_seconds=deadlines["oldest_overdue_seconds"],
@@ -166,7 +174,7 @@ def hop_rows(shown: dict[str, Any]) -> list[HopRow]:
         )
     rows += [
         HopRow(
-            key=f"dlq:{dead['consumer']}",
+            key=dlq_hop(dead["consumer"]),
             label=f"DLQ {dead['consumer']}",
             count=dead["messages"],
             oldest_seconds=dead["oldest_age_seconds"],
@@ -176,7 +184,12 @@ def hop_rows(shown: dict[str, Any]) -> list[HopRow]:
         for dead in shown["dlq"]
     ] or [
         HopRow(
-            key="dlq", label="DLQ", count=0, oldest_seconds=None, lag="", detail="empty"
+            key=NO_DEAD_LETTERS,
+            label="DLQ",
+            count=0,
+            oldest_seconds=None,
+            lag="",
+            detail="empty",
         )
     ]
     return rows

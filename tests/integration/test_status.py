@@ -24,7 +24,13 @@ from fastapi.testclient import TestClient
 from adapters.postgres.tables import notifications
 from application.notifications import RetryPolicy
 from entrypoints.ops.access import OpsConfig
-from entrypoints.ops.chain_status import ChainStatus, as_json, read_chain
+from entrypoints.ops.chain_status import (
+    ChainStatus,
+    as_json,
+    read_chain,
+    read_hop_ages,
+)
+from entrypoints.ops.view import hop_ages, hop_rows
 from entrypoints.runtime import work_classes
 from entrypoints.runtime.api import create_app
 from entrypoints.runtime.bootstrap import console_reads
@@ -119,6 +125,29 @@ def test_a_backlog_shows_count_oldest_age_and_a_late_verdict(migrated, container
     # Published: the lesson and each confirmation (a seat taken stays internal).
     assert shown["stores"]["streams"]["CLUB_EVENTS"]["messages"] == 1 + ENROLLED
     assert {c["consumer"] for c in shown["consumers"]} >= {"rosters", "statistics"}
+
+
+def test_the_history_s_lean_read_gives_the_page_s_ages(migrated, container):
+    """The /ops sampler reads only each hop's oldest age (read_hop_ages): the same
+    hops, the same ages, as the page's whole-chain read (the backlog above)."""
+    _, nats_url = migrated
+
+    async def body(js, _nc) -> tuple[dict, dict]:
+        reads = console_reads(container, js)
+        lean = await read_hop_ages(reads)
+        whole = await read_chain(
+            reads, promise_seconds=PROMISE_S, configured_service_per_s=100
+        )
+        return lean, hop_ages(hop_rows(as_json(whole)))
+
+    lean, whole = asyncio.run(with_js(nats_url, body))
+    assert lean.keys() == whole.keys()
+    assert lean["notifications"] is not None  # the backlog waits and ages
+    for hop, age in whole.items():
+        if age is None:
+            assert lean[hop] is None, hop
+        else:
+            assert lean[hop] == pytest.approx(age, abs=2.0), hop
 
 
 def test_ops_status_and_metrics_show_the_same_backlog(migrated, container):
