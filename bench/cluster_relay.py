@@ -1,7 +1,8 @@
 """Relay events/s into one server (1 replica) and into the three-node cluster
 (3 replicas), both `sync_interval: always`, from the same durable event store.
 
-`python -m bench.cluster_relay` (not part of `make bench`): runs alternate, so load
+`python -m bench.cluster_relay` (one server against the cluster; `make bench`'s
+`cluster` section measures the cluster against nats-py): runs alternate, so load
 from elsewhere on the machine falls on both alike; prints each and the medians, and
 writes bench/results/cluster.json. Figures are quoted in docs/scaling.md.
 """

@@ -1,0 +1,88 @@
+"""The enrollment tail at one open-loop rate, the API run from several work trees
+in turn: `python -m bench.tail_ab RATE ROUNDS TREE [TREE ...]`.
+
+Each tree is a checkout (`git worktree add /tmp/a COMMIT`, then edit what the A/B
+is about); its API is started with the tree as the working directory, so that
+`python -m entrypoints.cli api` imports the tree's code. The rounds interleave the
+trees, so that load from elsewhere falls on all alike. A round: 3 s of warm-up,
+then 10 s at RATE, one lesson, each student with its own token. Prints each
+round's p50, p99, max and how many requests took over 10 ms, then the medians.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from contextlib import ExitStack, chdir
+from pathlib import Path
+
+from adapters.embedded.nats import EmbeddedNats
+from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.embedded.process import free_port
+from adapters.embedded.readiness import wait_ready
+from adapters.embedded.scratch import fresh_database, scratch_dir
+from bench.common import new_lesson, role, students
+from bench.http import steady
+from bench.run import club
+
+WARM_UP_S = 3
+MEASURED_S = 10
+SLOW_S = 0.010
+
+
+def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dict:
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    with ExitStack() as running:
+        with chdir(tree):  # the role's process imports the tree's code
+            running.enter_context(role(url, nats_url, "api", CLUB_HTTP_PORT=str(port)))
+        wait_ready(api)
+        for seconds in (WARM_UP_S, MEASURED_S):  # the last round is the measure
+            count = int(rate * seconds)
+            lesson = new_lesson(container.app, count)
+            latencies = sorted(steady(api, lesson, students(container, count), rate))
+    return {
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+        "max_ms": latencies[-1] * 1000,
+        "slow": sum(1 for x in latencies if x > SLOW_S),
+        "requests": len(latencies),
+    }
+
+
+def main(rate: float, rounds: int, trees: list[str]) -> None:
+    root = scratch_dir("club-bench-tail-")
+    pg = EmbeddedPostgres(root / "pg")
+    nats = EmbeddedNats(root / "nats", sync_always=True)
+    pg_url, nats_url = pg.start(), nats.start()
+    runs: dict[str, list[dict]] = {tree: [] for tree in trees}
+    try:
+        with fresh_database(pg_url) as url, club(url, nats_url) as container:
+            for _ in range(rounds):
+                for tree in trees:
+                    run = one_round(container, url, nats_url, tree, rate)
+                    runs[tree].append(run)
+                    print(
+                        f"{tree}: p50 {run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} "
+                        f"ms, max {run['max_ms']:.1f} ms, over 10 ms "
+                        f"{run['slow']}/{run['requests']}",
+                        flush=True,
+                    )
+    finally:
+        pg.stop()
+        nats.stop()
+    for tree, rows in runs.items():
+        p99 = statistics.median(r["p99_ms"] for r in rows)
+        slow = statistics.median(r["slow"] for r in rows)
+        print(f"{tree}: median p99 {p99:.1f} ms, median over 10 ms {slow:g}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        print(__doc__.splitlines()[1], file=sys.stderr)
+        sys.exit(2)
+    main(
+        float(sys.argv[1]),
+        int(sys.argv[2]),
+        [str(Path(t).resolve()) for t in sys.argv[3:]],
+    )
