@@ -6,7 +6,9 @@ is about); its API is started with the tree as the working directory, so that
 `python -m entrypoints.cli api` imports the tree's code. The rounds interleave the
 trees, so that load from elsewhere falls on all alike. A round: 3 s of warm-up,
 then 10 s at RATE, one lesson, each student with its own token. Prints each
-round's p50, p99, max and how many requests took over 10 ms, then the medians.
+round's p50, p99, max and how many requests took over 10 ms, then when each
+request slower than 25 ms was sent beside PostgreSQL's checkpoints, then the
+medians.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import statistics
 import sys
 from contextlib import ExitStack, chdir
+from datetime import UTC, datetime
 from pathlib import Path
 
 from adapters.embedded.nats import EmbeddedNats
@@ -21,13 +24,15 @@ from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
+from bench.callers import students_authorizations
 from bench.common import new_lesson, role, students
-from bench.http import steady
+from bench.http import steady_posts
 from bench.run import club
 
 WARM_UP_S = 3
 MEASURED_S = 10
 SLOW_S = 0.010
+STALL_S = 0.025  # a request this slow is listed with when it was sent
 
 
 def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dict:
@@ -40,13 +45,16 @@ def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dic
         for seconds in (WARM_UP_S, MEASURED_S):  # the last round is the measure
             count = int(rate * seconds)
             lesson = new_lesson(container.app, count)
-            latencies = sorted(steady(api, lesson, students(container, count), rate))
+            who = students(container, count)
+            posted = steady_posts(api, lesson, who, rate, students_authorizations(who))
+    latencies = sorted(ended - began for began, ended in posted)
     return {
         "p50_ms": latencies[len(latencies) // 2] * 1000,
         "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
         "max_ms": latencies[-1] * 1000,
         "slow": sum(1 for x in latencies if x > SLOW_S),
         "requests": len(latencies),
+        "stalled_at": [b for b, e in posted if e - b > STALL_S],
     }
 
 
@@ -71,10 +79,25 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
     finally:
         pg.stop()
         nats.stop()
+    _stalls_beside_checkpoints(runs, pg.log)
     for tree, rows in runs.items():
         p99 = statistics.median(r["p99_ms"] for r in rows)
         slow = statistics.median(r["slow"] for r in rows)
         print(f"{tree}: median p99 {p99:.1f} ms, median over 10 ms {slow:g}")
+
+
+def _stalls_beside_checkpoints(runs: dict[str, list[dict]], log: Path) -> None:
+    """When each stalled request was sent, and PostgreSQL's checkpoints (logged by
+    default since 15): a stall inside a checkpoint's write or sync is the
+    database's fsync, not Club's code."""
+    for tree, rows in runs.items():
+        for run in rows:
+            for sent in run["stalled_at"]:
+                when = datetime.fromtimestamp(sent, UTC).strftime("%H:%M:%S.%f")[:-3]
+                print(f"stall: {tree} request sent {when} UTC")
+    for line in log.read_text(errors="replace").splitlines():
+        if "checkpoint" in line:
+            print(f"postgres: {line}")
 
 
 if __name__ == "__main__":

@@ -194,16 +194,18 @@ def dlq_hop(consumer: str) -> str:
 
 async def read_hop_ages(reads: ConsoleReads) -> dict[str, float | None]:
     """Each hop's oldest age, and nothing else: what the /ops page's history
-    keeps. Its sampler runs inside the API every few seconds, and the whole-chain
+    keeps. Its sampler runs inside the API every few seconds: the whole-chain
     read's rates, tallies and role beats beside the requests doubled the API's
-    p99 at three quarters of its capacity (docs/benchmarks.md)."""
+    p99 at three quarters of its capacity (docs/benchmarks.md), and the outbox's
+    count would read every unpublished row, a million after an hour without a
+    relay, where its oldest age is two index lookups."""
     consumers = await reads.chain_lags.consumer_hops([*PROJECTIONS, *WORK_CLASSES])
     dlq = await reads.chain_lags.dlq_hops()
     database = reads.chain_counts
-    outbox, deadlines = await asyncio.to_thread(
-        lambda: (database.outbox(), database.saga_deadlines())
+    outbox_age, deadlines = await asyncio.to_thread(
+        lambda: (database.outbox_age(), database.saga_deadlines())
     )
-    ages: dict[str, float | None] = {OUTBOX_HOP: outbox.oldest_age_seconds}
+    ages: dict[str, float | None] = {OUTBOX_HOP: outbox_age}
     ages |= {hop.consumer: hop.oldest_age_seconds for hop in consumers}
     if deadlines is not None:
         ages[DEADLINES_HOP] = deadlines.oldest_overdue_seconds
