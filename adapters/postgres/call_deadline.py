@@ -125,14 +125,23 @@ class BoundedConnection(psycopg.Connection[Any]):
         self.answered_at = time.monotonic()
         return answer
 
-    def _enter(self, began: float) -> _Call:
-        call = _Call(self.server, began, os.dup(self.pgconn.socket))
+    def _enter(self, began: float) -> _Call | None:
+        """None: the process has no descriptor to spare. The call then goes
+        unlisted — it cannot be cut, and still ends at its own deadline — rather
+        than fail for a want of descriptors the call itself does not need."""
+        try:
+            fd = os.dup(self.pgconn.socket)
+        except OSError:
+            return None
+        call = _Call(self.server, began, fd)
         with self._waiting_lock:
             self._waiting.add(call)
         return call
 
-    def _leave(self, call: _Call) -> bool:
+    def _leave(self, call: _Call | None) -> bool:
         """Whether the call was cut; once it has left, no one can cut it."""
+        if call is None:
+            return False
         with self._waiting_lock:
             self._waiting.discard(call)
         os.close(call.fd)

@@ -8,6 +8,8 @@ ones it held (adapters/postgres/call_deadline.py).
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -185,3 +187,21 @@ def test_a_call_begun_just_before_the_hang_is_seen_is_not_cut(migrated) -> None:
         assert young_call.result().fetchone()[1] == 1
     assert not young.closed
     young.close()
+
+
+def test_a_process_out_of_descriptors_still_makes_its_calls(migrated) -> None:
+    """The cut needs a duplicate of each waiting call's socket; with none to
+    spare the call is made all the same (unlisted, bounded by its deadline)."""
+    with bounded_connection_class(DEADLINE_S).connect(migrated[0]) as conn:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        lowest_free = os.dup(0)
+        os.close(lowest_free)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+        try:
+            with pytest.raises(OSError, match="Too many open files"):
+                os.close(os.dup(0))  # given: no descriptor to spare
+            answer = conn.execute("SELECT 1").fetchone()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert answer == (1,)
+        assert not conn.closed
