@@ -9,58 +9,23 @@ writes bench/results/cluster.json. Figures are quoted in docs/scaling.md.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import statistics
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
-from uuid import uuid4
-
-from nats.js.errors import NotFoundError
 
 from adapters.embedded.cluster import EmbeddedNatsCluster
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
-from adapters.nats.relay import Relay
-from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
+from bench.relay import relay_once
 from entrypoints.cli.demo import lesson_with_enrollments
 from entrypoints.runtime import bootstrap
 
 ENROLLMENTS = 2000
 RUNS = 3
 RESULTS = Path(__file__).parent / "results" / "cluster.json"
-
-
-async def relay_rate(
-    container: bootstrap.Container, database_url: str, nats_url: str, replicas: int
-) -> float:
-    nc = await connect(nats_url, name="bench-cluster")
-    js = nc.jetstream()
-    with contextlib.suppress(NotFoundError):  # absent is fine
-        await js.delete_stream(EVENTS_STREAM)
-    await ensure_streams(js, replicas)
-    # A lease of its own each run, so each run publishes the whole outbox again.
-    relay = Relay(
-        recorder=container.app.recorder,
-        mapper=container.app.mapper,
-        engine=container.engine,
-        js=js,
-        listen_dsn=database_url,
-        name=f"bench-{uuid4().hex[:6]}",
-    )
-    start = time.perf_counter()
-    await relay.try_acquire()
-    while await relay.relay_once():
-        pass
-    elapsed = time.perf_counter() - start
-    published = (await js.stream_info(EVENTS_STREAM)).state.messages
-    await relay.release()
-    await nc.close()
-    return published / elapsed
 
 
 def main() -> None:
@@ -82,9 +47,7 @@ def main() -> None:
         lesson_with_enrollments(container, ENROLLMENTS)
         for _ in range(RUNS):
             for label, (broker, replicas) in brokers.items():
-                rate = asyncio.run(
-                    relay_rate(container, database_url, broker.url, replicas)
-                )
+                rate = relay_once(container, database_url, broker.url, replicas)
                 rates[label].append(rate)
                 print(f"{label}: {rate:,.0f} events/s", file=sys.stderr)
         container.close()

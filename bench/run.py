@@ -32,6 +32,7 @@ from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
+from application.contracts.envelope import Envelope
 from application.contracts.mapping import published_envelopes
 from bench import peer_outbox, peer_plain
 from bench.callers import verification_us
@@ -97,6 +98,15 @@ def club(database_url: str, nats_url: str) -> Iterator[bootstrap.Container]:
         yield container
     finally:
         container.close()
+
+
+def stored_envelopes(container: bootstrap.Container) -> list[Envelope]:
+    """Every published event of the store, as the relay maps it: what the raw
+    client publishes beside the relay."""
+    return published_envelopes(
+        container.app.mapper,
+        container.app.recorder.select_notifications(start=1, limit=10**7),
+    )
 
 
 def ratio_row(club: list[float], raw: list[float], raw_is: str, goal: float) -> dict:
@@ -257,10 +267,7 @@ def backlog_section(s: Servers, out: dict[str, Any]) -> None:
     """Relay, peer, projection catch-up and rebuild, over one backlog of ~50,000."""
     with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
         load_notifications(container, BACKLOG_NOTIFICATIONS)
-        envelopes = published_envelopes(
-            container.app.mapper,
-            container.app.recorder.select_notifications(start=1, limit=10**7),
-        )
+        envelopes = stored_envelopes(container)
         out["backlog_events"] = len(envelopes)
         for label, nats_url, goal in (
             ("sync_interval: always", s.nats_url, 0.8),
@@ -296,10 +303,7 @@ def cluster_section(s: Servers, out: dict[str, Any]) -> None:
     try:
         with fresh_database(s.pg_url) as url, club(url, s.nats_url) as container:
             load_notifications(container, CLUSTER_NOTIFICATIONS)
-            envelopes = published_envelopes(
-                container.app.mapper,
-                container.app.recorder.select_notifications(start=1, limit=10**7),
-            )
+            envelopes = stored_envelopes(container)
             relay, raw = [], []
             for _ in range(RUNS):
                 relay.append(relay_once(container, url, cluster.url, replicas=3))
