@@ -8,8 +8,9 @@ operator's is a student's (or anybody's) and gives no access
 (docs/decisions/2026-11-30-operator-access.md). The token is compared in constant
 time (hmac.compare_digest), so timing tells nothing about how much of it matched.
 
-A request without an Authorization header may instead carry the session cookie the
-page's login set (entrypoints/ops/session.py). Such a request changing anything
+A request may instead carry the session cookie the page's login set
+(entrypoints/ops/session.py); a valid one is accepted whatever Authorization header
+a proxy in front of the page added. Such a request changing anything
 (POST, PUT, PATCH, DELETE) must also carry the session's CSRF token and no
 cross-site Origin: a browser sends the cookie on its own, so the cookie alone
 proves nothing about who asked (docs/decisions/2026-11-30-operator-page-session.md).
@@ -99,13 +100,14 @@ OpsConfigDep = Annotated[OpsConfig, Depends(ops_config)]
 
 
 async def require_operator(request: Request, config: OpsConfigDep) -> None:
+    # A valid session wins over any Authorization header: a proxy in front of the
+    # page (basic auth, an identity-aware proxy) adds one of its own.
+    session = valid_session(request.cookies.get(COOKIE), config.operator_token)
+    if session is not None:
+        await _refuse_cross_site(request, config, session)
+        request.state.ops_session = session
+        return
     header = request.headers.get("authorization", "")
-    if not header:
-        session = valid_session(request.cookies.get(COOKIE), config.operator_token)
-        if session is not None:
-            await _refuse_cross_site(request, config, session)
-            request.state.ops_session = session
-            return
     if not header.lower().startswith(BEARER) or not header[len(BEARER) :].strip():
         raise HTTPException(
             status_code=401,
