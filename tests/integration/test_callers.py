@@ -153,6 +153,22 @@ def test_another_students_purchase_is_not_found(club: ClubClient, api) -> None:
         f"/lessons/{lesson}/purchases", json={"student_id": ann}, headers=other
     )
     assert buy_for_ann.status_code == 403
+    # taking up an alternative for another student's purchase: not found
+    elsewhere = {"lesson_id": club.paid_lesson()}
+    path = f"/purchases/{purchase}/alternative"
+    theirs = api.post(path, json=elsewhere, headers=as_student(bob))
+    own = api.post(path, json=elsewhere, headers=as_student(ann))
+    assert theirs.status_code == 404, theirs.text
+    assert own.status_code == 409, own.text  # hers, with no alternative on offer
+
+
+def test_a_student_cancels_only_her_own_seat(club: ClubClient, api) -> None:
+    ann = club.student()
+    enrolled = club.enroll(club.lesson(capacity=5), ann)
+    enrollment = enrolled.json()["enrollment_id"]
+    cancelled = api.post(f"/enrollments/{enrollment}/cancel", headers=as_student(ann))
+    assert cancelled.status_code == 200, cancelled.text
+    assert cancelled.json()["status"] == "cancelled"
 
 
 def test_a_lesson_and_its_roster_are_its_teachers(club: ClubClient, api) -> None:
@@ -175,6 +191,8 @@ def test_a_lesson_and_its_roster_are_its_teachers(club: ClubClient, api) -> None
     operation = accepted.headers["location"]
     assert api.get(operation, headers=tom).status_code == 404
     assert api.get(operation, headers=tess).status_code == 200
+    assert api.get(f"{operation}/result", headers=tom).status_code == 404
+    assert api.get(f"{operation}/result", headers=tess).status_code == 409  # pending
     assert api.get("/statistics", headers=tess).status_code == 403
     assert api.get("/statistics", headers=ADMIN).status_code == 200
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,17 +25,40 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+# Anyone may ask, so every caller within this long shares one check: a flood of
+# anonymous probes costs the database and the broker one round trip a second.
+CHECK_SHARED_FOR_S = 1.0
+
+
 @router.get("/readyz", operation_id="readyz", responses=problems(503))
 async def readyz(request: Request, container: ContainerDep) -> Response:
-    checks = {
-        "database": await asyncio.to_thread(_database_ready, container),
-        "nats": await _nats_ready(getattr(request.app.state, "nats", None)),
-    }
+    checks = await _shared_checks(request.app.state, container)
     if all(checks.values()):
         return JSONResponse({"status": "ready", "checks": checks})
     return problem(
         503, "not-ready", "Not ready", headers={"Retry-After": "1"}, checks=checks
     )
+
+
+async def _shared_checks(state: Any, container: Container) -> dict[str, bool]:
+    shared: tuple[float, asyncio.Future[dict[str, bool]]] | None = getattr(
+        state, "readiness", None
+    )
+    if shared is None or time.monotonic() - shared[0] >= CHECK_SHARED_FOR_S:
+        shared = (time.monotonic(), asyncio.ensure_future(_checks(state, container)))
+        state.readiness = shared
+    checks = shared[1]
+    if checks.done():  # maybe of another event loop: read, never await
+        return dict(checks.result())
+    # A caller that hangs up cancels its wait, never the check the others share.
+    return dict(await asyncio.shield(checks))
+
+
+async def _checks(state: Any, container: Container) -> dict[str, bool]:
+    return {
+        "database": await asyncio.to_thread(_database_ready, container),
+        "nats": await _nats_ready(getattr(state, "nats", None)),
+    }
 
 
 def _database_ready(container: Container) -> bool:
