@@ -35,13 +35,18 @@ log = structlog.get_logger()
 # connections and requests at once (then 503 at once, not a queue that grows), an
 # idle kept-alive connection for 5 s, and a request's head for 10 s
 # (head_deadline.py; docs/decisions/2026-12-01-callers-and-their-rights.md).
+# Connections and requests one API process holds at once; beyond, `503` at once
+# (slow or idle clients cannot queue the rest behind them).
+MOST_AT_ONCE = 512
+
+
 def exposure(settings: Settings) -> dict[str, Any]:
     """uvicorn's options facing clients. X-Forwarded-For/-Proto are believed only
     from CLUB_TRUSTED_PROXIES (uvicorn believes 127.0.0.1 by default: any local
     process could then name its own client address)."""
     trusted = settings.trusted_proxies
     return {
-        "limit_concurrency": 512,
+        "limit_concurrency": MOST_AT_ONCE,
         "timeout_keep_alive": 5,
         "http": HEAD_DEADLINE_PROTOCOL,
         "proxy_headers": bool(trusted),
