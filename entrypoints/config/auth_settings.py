@@ -67,7 +67,10 @@ def kept_secret(data_dir: Path) -> str:
     if not path.exists():
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_private(path, secrets.token_urlsafe(32) + "\n")
-    return path.read_text().strip()
+    # Also tightens one copied or written by hand: it signs anyone's admin token.
+    path.parent.chmod(0o700)
+    path.chmod(0o600)
+    return _read_secret(path)
 
 
 def signing_secret(auth: AuthSettings, data_dir: Path) -> str:
@@ -85,4 +88,17 @@ def signing_secret(auth: AuthSettings, data_dir: Path) -> str:
             f"this CLUB_DATA_DIR (it makes {path})"
         )
         raise AuthSettingError(msg)
-    return path.read_text().strip()
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> str:
+    """A kept secret too short for HS256 would fail every role at start (and
+    `club up` restart them for ever): refused here, with the fix."""
+    secret = path.read_text().strip()
+    if len(secret.encode()) < MIN_SECRET_BYTES:
+        msg = (
+            f"{path} must hold a secret of at least {MIN_SECRET_BYTES} bytes "
+            "(HS256); delete it to have a new one generated, or set CLUB_AUTH_SECRET"
+        )
+        raise AuthSettingError(msg)
+    return secret

@@ -9,6 +9,7 @@ import os
 import socket
 from typing import IO
 
+from entrypoints.config.auth_settings import AuthSettingError, kept_secret
 from entrypoints.config.settings import ConfigError, Settings
 
 LOCK_NAME = "club-up.lock"
@@ -56,6 +57,18 @@ def check_http_port_free(settings: Settings) -> None:
                 "CLUB_HTTP_PORT (and CLUB_HTTP_HOST)"
             )
             raise ConfigError(msg) from None
+
+
+def check_kept_secret(settings: Settings) -> None:
+    """Without CLUB_AUTH_SECRET or CLUB_AUTH_JWKS_URL the roles verify callers'
+    tokens with the secret kept in CLUB_DATA_DIR: made here, or a broken one named,
+    before anything starts (config/auth_settings.py)."""
+    if settings.auth.configured:
+        return
+    try:
+        kept_secret(settings.data_dir)
+    except AuthSettingError as e:
+        raise ConfigError(str(e)) from None
 
 
 def release(lock: IO[str]) -> None:

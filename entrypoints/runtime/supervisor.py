@@ -78,6 +78,7 @@ def up(settings: Settings) -> int:
     lock = preflight.claim_data_dir(settings)
     try:
         preflight.check_http_port_free(settings)
+        preflight.check_kept_secret(settings)
         return _up(settings)
     finally:
         preflight.release(lock)
