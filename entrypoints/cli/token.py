@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Iterable
 
 from adapters.identity.tokens import sign
 from application.identity import Role
@@ -17,6 +18,7 @@ from entrypoints.config.settings import ConfigError, Settings
 
 _TTL = re.compile(r"(\d{1,7})([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+DEFAULT_TTL_S = 3600
 MAX_TTL_S = 30 * 86_400  # a development token, not a credential for ever
 
 
@@ -31,27 +33,36 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="a right it holds (repeat for several)",
     )
     token.add_argument(
-        "--ttl", type=_ttl, default=3600, help="how long it is valid: 90s, 30m, 1h, 7d"
+        "--ttl",
+        type=_ttl,
+        default=DEFAULT_TTL_S,
+        help="how long it is valid: 90s, 30m, 1h, 7d",
     )
     token.set_defaults(run=token_command)
 
 
 def token_command(settings: Settings, args: argparse.Namespace) -> int:
+    token = signed(settings, sub=args.sub, roles=args.role, ttl_s=args.ttl)
+    sys.stdout.write(token + "\n")
+    return 0
+
+
+def signed(settings: Settings, *, sub: str, roles: Iterable[str], ttl_s: int) -> str:
+    """A development token the API of these settings accepts: signed with
+    CLUB_AUTH_SECRET, else the one `club up` made in CLUB_DATA_DIR, for the audience
+    and issuer it checks (`club token` and `club demo` both sign with this)."""
     try:
         secret = signing_secret(settings.auth, settings.data_dir)
     except AuthSettingError as e:
         raise ConfigError(str(e)) from None
-    issuer = settings.auth.issuer or None
-    token = sign(
+    return sign(
         secret.encode(),
-        sub=args.sub,
-        roles=args.role,
-        ttl_s=args.ttl,
+        sub=sub,
+        roles=roles,
+        ttl_s=ttl_s,
         audience=settings.auth.audience,
-        issuer=issuer,
+        issuer=settings.auth.issuer or None,
     )
-    sys.stdout.write(token + "\n")
-    return 0
 
 
 def _subject(raw: str) -> str:

@@ -2,9 +2,10 @@
 
 `club up` writes its servers' addresses (with the admin's credentials) into
 CLUB_DATA_DIR/running.json, mode 600, and removes it when it stops; `club status`,
-`trace`, `dlq`, `audit`, `projections rebuild`, `relay rewind` and `demo` read it
-when CLUB_DATABASE_URL and CLUB_NATS_URL are unset. Roles never do: each has its
-own broker user, handed to it by `club up`.
+`trace`, `dlq`, `audit`, `projections rebuild` and `relay rewind` read it when
+CLUB_DATABASE_URL and CLUB_NATS_URL are unset. Roles never do: each has its own
+broker user, handed to it by `club up`. Nor does `club demo`: a client of the API,
+it finds it at CLUB_HTTP_HOST and CLUB_HTTP_PORT.
 """
 
 from __future__ import annotations
