@@ -37,7 +37,7 @@ def relay(database_url: str, nats_url: str) -> dict[str, float]:
             await js.delete_stream(EVENTS_STREAM)
         await ensure_streams(js)
         relay = bootstrap.build_relay(
-            settings, container, js, name=f"work-{uuid4().hex[:6]}"
+            settings, container, nc, name=f"work-{uuid4().hex[:6]}"
         )
         gc.collect()
         wall, cpu = time.perf_counter(), time.process_time()

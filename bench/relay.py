@@ -46,7 +46,7 @@ async def _relay_all(
     js = nc.jetstream()
     await fresh_stream(js, replicas)
     # A lease of its own each run, so each run publishes the whole outbox again.
-    relay = build_relay(settings, container, js, name=f"bench-{uuid4().hex[:6]}")
+    relay = build_relay(settings, container, nc, name=f"bench-{uuid4().hex[:6]}")
     start = time.perf_counter()
     await relay_all(relay)
     elapsed = time.perf_counter() - start

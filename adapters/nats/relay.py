@@ -1,12 +1,12 @@
 """The outbox relay: notification log -> JetStream, in order, at least once.
 
 It reads the event store's notification log after the shared position, publishes a
-batch with pipelined PubAcks, waits for all of them (bounded by a timeout, so a lost
-PubAck cannot hang it), and only then moves the position. A crash in between
-republishes the batch with the same `Nats-Msg-Id`s, which the stream deduplicates
-within its window and consumers deduplicate by `event_id` after it. While the PubAcks
-arrive it already reads and maps the next batch, used only if the position then is
-the one that batch was read after.
+batch with pipelined PubAcks (`BatchPublisher`), waits for all of them (bounded by a
+timeout, so a lost PubAck cannot hang it), and only then moves the position. A crash
+in between republishes the batch with the same `Nats-Msg-Id`s, which the stream
+deduplicates within its window and consumers deduplicate by `event_id` after it.
+While the PubAcks arrive it already reads the next batch and builds its messages in
+a thread, used only if the position then is the one that batch was read after.
 
 Several relays may run: one holds the lease and publishes, the others wait to take
 over. The position moves only under the holder's epoch (see `RelayLease`).
@@ -29,11 +29,12 @@ import psycopg
 import sqlalchemy as sa
 import structlog
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
-from nats.js import JetStreamContext
+from nats.aio.client import Client
 from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
+from adapters.nats.batch_publish import BatchPublisher, Outgoing
 from adapters.nats.streams import dead_letter_subject
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
 from adapters.postgres.recorder import select_notifications_of
@@ -64,8 +65,9 @@ class Unmappable:
 class Batch:
     after: int  # the position it was read after
     notifications: Sequence[Notification]
-    envelopes: list[Envelope]
+    events: list[Outgoing]  # the published events, in order
     unmappable: list[Unmappable] = attrs.Factory(list)
+    dead_letters: list[Outgoing] = attrs.Factory(list)  # one for each unmappable
 
 
 class Relay:
@@ -75,7 +77,7 @@ class Relay:
         recorder: ApplicationRecorder,
         mapper: Mapper[UUID],
         engine: sa.Engine,
-        js: JetStreamContext,
+        nc: Client,
         listen_dsn: str,
         channel: str = "club_events",
         name: str = RELAY_LEASE,
@@ -87,7 +89,7 @@ class Relay:
     ) -> None:
         self._recorder = recorder
         self._mapper = mapper
-        self._js = js
+        self._publisher = BatchPublisher(nc)
         self._listen_dsn = listen_dsn
         self._channel = channel
         self._dead_letter_owner = dead_letter_owner
@@ -134,6 +136,8 @@ class Relay:
                 await listener
             with contextlib.suppress(*TRANSIENT):
                 await self.release()
+            with contextlib.suppress(*TRANSIENT):
+                await self._publisher.close()
 
     async def release(self) -> None:
         """Hand the lease over at once (clean stop) instead of letting it run out."""
@@ -173,13 +177,13 @@ class Relay:
 
     async def _publish(self, epoch: int, batch: Batch) -> int:
         crash_point("relay.after_read")
-        futures = await self._send(batch.envelopes)
-        futures += await self._dead_letter(batch.unmappable)
+        self._report_unmappable(batch.unmappable)
+        stored = await self._publisher.send(batch.events + batch.dead_letters)
         crash_point("relay.after_publish")
         new_position = batch.notifications[-1].id
         self._prefetch(new_position)  # read and map the next batch while acks arrive
-        await self._await_acks(futures)
-        EVENTS_PUBLISHED.inc(len(batch.envelopes))
+        await self._await_acks(stored)
+        EVENTS_PUBLISHED.inc(len(batch.events))
         crash_point("relay.after_puback")
         await asyncio.to_thread(self.lease.advance, epoch, new_position)
         self._renewed_at = time.monotonic()  # advancing extended the lease
@@ -212,7 +216,7 @@ class Relay:
         notifications = select_notifications_of(
             self._recorder, PUBLISHED_TOPICS, after=after, limit=self._batch_size
         )
-        envelopes: list[Envelope] = []
+        events: list[Outgoing] = []
         unmappable: list[Unmappable] = []
         for notification in notifications:
             try:
@@ -221,63 +225,43 @@ class Relay:
                 unmappable.append(Unmappable(notification, describe(e)))
                 continue
             if envelope is not None:
-                envelopes.append(envelope)
-        return Batch(after, notifications, envelopes, unmappable)
+                events.append(event_message(envelope))
+        dead_letters = [self._dead_letter(item) for item in unmappable]
+        return Batch(after, notifications, events, unmappable, dead_letters)
 
-    async def _send(self, envelopes: list[Envelope]) -> list[asyncio.Future[Any]]:
-        return [
-            await self._js.publish_async(
-                envelope.subject,
-                envelope.to_json(),
-                headers={
-                    "Nats-Msg-Id": str(envelope.event_id),
-                    "Club-Event-Type": envelope.type,
-                    "Club-Schema-Version": str(envelope.schema_version),
-                },
-            )
-            for envelope in envelopes
-        ]
-
-    async def _dead_letter(
-        self, unmappable: list[Unmappable]
-    ) -> list[asyncio.Future[Any]]:
+    def _dead_letter(self, item: Unmappable) -> Outgoing:
         """`club.dlq.relay`: the stored event as it is, why, and how to recover."""
-        futures = []
+        n = item.notification
+        origin = f"{n.originator_id}:{n.originator_version}"
+        recovery = f"fix the mapping, then club relay rewind --to {n.id}"
+        return Outgoing(
+            dead_letter_subject(RELAY_DLQ),
+            n.state,
+            {
+                "Nats-Msg-Id": f"{RELAY_DLQ}:{n.id}",
+                "Club-Reason": one_line(f"unmappable: {item.reason}"),
+                "Club-Owner": self._dead_letter_owner,
+                "Club-Original-Subject": f"notification:{n.topic}",
+                "Club-Original-Stream-Seq": str(n.id),
+                "Club-Original-Msg-Id": origin,
+                "Club-Recovery": recovery,
+            },
+        )
+
+    @staticmethod
+    def _report_unmappable(unmappable: list[Unmappable]) -> None:
         for item in unmappable:
-            n = item.notification
-            origin = f"{n.originator_id}:{n.originator_version}"
-            recovery = f"fix the mapping, then club relay rewind --to {n.id}"
             log.error(
                 "relay.unmappable_event",
-                notification_id=n.id,
-                topic=n.topic,
+                notification_id=item.notification.id,
+                topic=item.notification.topic,
                 reason=item.reason,
             )
             DEAD_LETTERS.labels(consumer=RELAY_DLQ, reason="unmappable").inc()
-            futures.append(
-                await self._js.publish_async(
-                    dead_letter_subject(RELAY_DLQ),
-                    n.state,
-                    headers={
-                        "Nats-Msg-Id": f"{RELAY_DLQ}:{n.id}",
-                        "Club-Reason": one_line(f"unmappable: {item.reason}"),
-                        "Club-Owner": self._dead_letter_owner,
-                        "Club-Original-Subject": f"notification:{n.topic}",
-                        "Club-Original-Stream-Seq": str(n.id),
-                        "Club-Original-Msg-Id": origin,
-                        "Club-Recovery": recovery,
-                    },
-                )
-            )
-        return futures
 
-    async def _await_acks(self, futures: list[asyncio.Future[Any]]) -> None:
-        try:
-            await asyncio.wait_for(asyncio.gather(*futures), self._puback_timeout)
-        except BaseException:
-            for future in futures:
-                future.cancel()  # frees the client's pending slots
-            raise
+    async def _await_acks(self, stored: asyncio.Future[None]) -> None:
+        # On a timeout `wait_for` cancels it: the batch's late acks are dropped.
+        await asyncio.wait_for(stored, self._puback_timeout)
 
     async def _wait(
         self, stop: asyncio.Event, timeout: float, news: asyncio.Event | None = None
@@ -312,3 +296,16 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
     """A discarded prefetch may have failed; its error is not news."""
     if not future.cancelled():
         future.exception()
+
+
+def event_message(envelope: Envelope) -> Outgoing:
+    """A published event as it goes out: its `event_id` is the stream's dedup key."""
+    return Outgoing(
+        envelope.subject,
+        envelope.to_json(),
+        {
+            "Nats-Msg-Id": str(envelope.event_id),
+            "Club-Event-Type": envelope.type,
+            "Club-Schema-Version": str(envelope.schema_version),
+        },
+    )

@@ -16,6 +16,7 @@ import socket
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from nats.aio.client import Client
 from nats.js import JetStreamContext
 from starlette.types import ASGIApp
 
@@ -267,7 +268,7 @@ def build_saga(
 
 
 def build_relay(
-    settings: Settings, container: Container, js: JetStreamContext, **tuning: Any
+    settings: Settings, container: Container, nc: Client, **tuning: Any
 ) -> Relay:
     """`tuning` overrides the relay's keywords (a test's PubAck timeout, a bench's
     lease name), so tests and benchmarks build the relay the role runs."""
@@ -276,7 +277,7 @@ def build_relay(
         recorder=container.app.recorder,
         mapper=container.app.mapper,
         engine=container.engine,
-        js=js,
+        nc=nc,
         listen_dsn=database_url,
         dead_letter_owner=settings.dlq_owners.owner(RELAY_DLQ),
         **({"lease_seconds": settings.relay_lease_seconds} | tuning),
@@ -284,13 +285,13 @@ def build_relay(
 
 
 def build_projector(
-    settings: Settings, container: Container, js: JetStreamContext, *, name: str
+    settings: Settings, container: Container, nc: Client, *, name: str
 ) -> ConsumerRunner:
     _, apply = PROJECTIONS[name]
     return ConsumerRunner(
         name=name,
         apply=apply,
-        js=js,
+        js=nc.jetstream(),
         engine=container.engine,
         owner=settings.dlq_owners.for_consumer(name),
         ack_wait=settings.ack_wait_seconds,
@@ -300,7 +301,7 @@ def build_projector(
 def build_worker(
     settings: Settings,
     container: Container,
-    js: JetStreamContext,
+    nc: Client,
     *,
     name: str,
     email: EmailProvider | None = None,
@@ -311,6 +312,7 @@ def build_worker(
         container=container,
         email=MeteredEmailProvider(email or email_provider(settings)),
     )
+    js = nc.jetstream()
     return work.worker(deps, js, work.job(deps), settings.dlq_owners.for_consumer(name))
 
 

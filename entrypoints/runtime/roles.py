@@ -239,7 +239,7 @@ async def _connect_when_reachable(
 async def _serve(
     settings: Settings,
     role: bootstrap.Role,
-    build: Callable[[Settings, Container, JetStreamContext], bootstrap.Runnable],
+    build: Callable[[Settings, Container, Client], bootstrap.Runnable],
     stop: asyncio.Event,
 ) -> None:
     """Wait for the database and the broker, build the role, run it until a stop.
@@ -264,7 +264,7 @@ async def _serve(
             container.close()
             return
         try:
-            runnable = build(settings, container, nc.jetstream())
+            runnable = build(settings, container, nc)
             if metrics is not None:
                 metrics.refresh = _own_hop(role, container, nc.jetstream(), runnable)
             log.info("role.started", role=" ".join(role.argv))

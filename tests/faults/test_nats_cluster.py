@@ -156,7 +156,7 @@ async def _through_a_kill(
             recorder=container.app.recorder,
             mapper=container.app.mapper,
             engine=container.engine,
-            js=relay_nc.jetstream(),
+            nc=relay_nc,
             listen_dsn=database_url,
             puback_timeout=2,
         )

@@ -137,8 +137,7 @@ def test_a_lost_puback_is_republished_and_deduplicated(container, migrated) -> N
     async def body() -> None:
         with Proxy(port_of(nats_url)) as proxy:
             nc = await connect(proxy.url("nats"), name="relay-behind-proxy")
-            js = nc.jetstream()
-            relay = make_relay(container, js, database_url, puback_timeout=1)
+            relay = make_relay(container, nc, database_url, puback_timeout=1)
             proxy.set(down="blackhole")  # messages arrive; their PubAcks do not
             with pytest.raises(TimeoutError):
                 await relay.relay_once()
@@ -184,7 +183,7 @@ def test_a_lost_ack_is_redelivered_and_absorbed_by_the_inbox(
 
     async def body() -> tuple:
         direct = await connect(nats_url, name="direct")
-        await relay_all(make_relay(container, direct.jetstream(), database_url))
+        await relay_all(make_relay(container, direct, database_url))
         await ensure_consumer(direct.jetstream(), name, ack_wait=1)
         with Proxy(port_of(nats_url)) as proxy:
             nc = await connect(proxy.url("nats"), name="consumer-behind-proxy")

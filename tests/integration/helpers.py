@@ -37,8 +37,9 @@ from tests.identity import ADMIN, VERIFIER
 __all__ = ["lesson_with_enrollments", "make_relay", "published", "relay_all"]
 
 T = TypeVar("T")
-# build_relay publishes on the `js` it is handed and reads only the database URL from
-# its settings; the NATS URL is there because a role's settings always have one.
+# build_relay publishes on the connection it is handed and reads only the database
+# URL from its settings; the NATS URL is there because a role's settings always have
+# one.
 UNUSED_NATS_URL = "nats://127.0.0.1:4222"
 
 
@@ -59,14 +60,12 @@ async def with_js(
         await nc.close()
 
 
-def make_relay(
-    container: Container, js: JetStreamContext, url: str, **tuning: Any
-) -> Relay:
+def make_relay(container: Container, nc: Client, url: str, **tuning: Any) -> Relay:
     """The relay as the role builds it, on the test's database and connection."""
     settings = Settings.from_env(
         {"CLUB_DATABASE_URL": url, "CLUB_NATS_URL": UNUSED_NATS_URL}
     )
-    return build_relay(settings, container, js, **tuning)
+    return build_relay(settings, container, nc, **tuning)
 
 
 def worker_for(

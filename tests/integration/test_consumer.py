@@ -58,10 +58,10 @@ async def drain(runner: ConsumerRunner, sub, rounds: int = 5) -> list:
     return outcomes
 
 
-async def caught_up(js, container, database_url: str, name: str):
+async def caught_up(js, nc, container, database_url: str, name: str):
     """All that is stored relayed, and a new statistics consumer `name` that has
     applied it: what a test publishes next is what the consumer sees."""
-    await relay_all(make_relay(container, js, database_url))
+    await relay_all(make_relay(container, nc, database_url))
     sub = await bound_consumer(js, name)
     runner = statistics_runner(ConsumerRunner, name, js, container)
     await drain(runner, sub)
@@ -78,8 +78,8 @@ def test_statistics_follow_the_events(container, migrated) -> None:
     database_url, nats_url = migrated
     lesson_id = lesson_with_enrollments(container, 3)
 
-    async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc):
+        await relay_all(make_relay(container, nc, database_url))
         runner = statistics_runner(ConsumerRunner, "statistics", js, container)
         sub = await js.pull_subscribe_bind(durable="statistics", stream=EVENTS_STREAM)
         await drain(runner, sub)
@@ -93,8 +93,8 @@ def test_a_redelivered_event_changes_nothing(container, migrated) -> None:
     name = f"redelivery-{uuid4().hex[:6]}"
     lesson_id = lesson_with_enrollments(container, 2)
 
-    async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc):
+        await relay_all(make_relay(container, nc, database_url))
         sub = await bound_consumer(js, name, ack_wait=1.0)
         crashing = statistics_runner(CrashBeforeAck, name, js, container)
         first = await crashing.poll(sub)
@@ -117,8 +117,8 @@ def test_a_republish_with_a_new_msg_id_changes_no_counter(container, migrated) -
     name = f"republish-{uuid4().hex[:6]}"
     lesson_id = lesson_with_enrollments(container, 1)
 
-    async def body(js, _):
-        runner, sub = await caught_up(js, container, database_url, name)
+    async def body(js, nc):
+        runner, sub = await caught_up(js, nc, container, database_url, name)
         before = counts(container, lesson_id)
         originals = await stream_messages(js)
         for msg in originals:  # e.g. `relay rewind` after the broker lost data
@@ -146,8 +146,8 @@ def test_an_unknown_schema_version_is_dead_lettered_and_the_consumer_goes_on(
     database_url, nats_url = migrated
     name = f"unknown-{uuid4().hex[:6]}"
 
-    async def body(js, _):
-        runner, sub = await caught_up(js, container, database_url, name)
+    async def body(js, nc):
+        runner, sub = await caught_up(js, nc, container, database_url, name)
         [template] = (await stream_messages(js))[-1:]
         future = json.loads(template.data) | {
             "schema_version": 99,
@@ -155,7 +155,7 @@ def test_an_unknown_schema_version_is_dead_lettered_and_the_consumer_goes_on(
         }
         await publish_json(js, template.subject, future, future["event_id"])
         lesson_id = lesson_with_enrollments(container, 1)
-        await relay_all(make_relay(container, js, database_url))
+        await relay_all(make_relay(container, nc, database_url))
         outcomes = await drain(runner, sub)
         dlq = await js.get_last_msg(DLQ_STREAM, f"club.dlq.{name}")
         return lesson_id, outcomes, dlq
@@ -174,15 +174,15 @@ def test_same_event_id_with_other_content_is_a_dead_lettered_conflict(
     name = f"conflict-{uuid4().hex[:6]}"
     lesson_id = lesson_with_enrollments(container, 1)
 
-    async def body(js, _):
-        runner, sub = await caught_up(js, container, database_url, name)
+    async def body(js, nc):
+        runner, sub = await caught_up(js, nc, container, database_url, name)
         before = counts(container, lesson_id)
         original = (await stream_messages(js))[-1]
         tampered = json.loads(original.data)
         tampered["data"]["student_id"] = "someone-else"
         await publish_json(js, original.subject, tampered, f"tampered-{uuid4()}")
         later = lesson_with_enrollments(container, 1)
-        await relay_all(make_relay(container, js, database_url))
+        await relay_all(make_relay(container, nc, database_url))
         outcomes = await drain(runner, sub)
         dlq = await js.get_last_msg(DLQ_STREAM, f"club.dlq.{name}")
         return before, later, outcomes, dlq
@@ -215,8 +215,8 @@ def test_v1_copies_of_events_published_as_v2_are_duplicates_not_conflicts(
     name = f"versions-{uuid4().hex[:6]}"
     lesson_id = lesson_with_enrollments(container, 2)
 
-    async def body(js, _):
-        runner, sub = await caught_up(js, container, database_url, name)
+    async def body(js, nc):
+        runner, sub = await caught_up(js, nc, container, database_url, name)
         before = counts(container, lesson_id)
         v2_copies = [
             m

@@ -68,10 +68,10 @@ def test_the_predicted_drain_is_within_15_percent_of_the_measured(
     provider = HttpEmailProvider(email_sandbox.url, read_timeout_s=5.0)
     quiet = RetryPolicy(max_attempts=5, first_delay=0.05, max_delay=0.3)
 
-    async def body(js, _nc) -> tuple[float, float]:
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc) -> tuple[float, float]:
+        await relay_all(make_relay(container, nc, database_url))
         stop = asyncio.Event()
-        relay = make_relay(container, js, database_url)
+        relay = make_relay(container, nc, database_url)
         job = work_classes.notification_job(container, provider, quiet)
         worker = worker_for(container, js, job, rate=RateLimit(SERVICE_PER_S))
         arrivals_stop = threading.Event()

@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 import pytest
 import structlog
 from fastapi.testclient import TestClient
+from nats.aio.client import Client
 from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
 
@@ -99,8 +100,8 @@ def lesson_of(container, students: dict[str, str]) -> UUID:
 
 
 def publish(container, servers: tuple[str, str]) -> None:
-    async def body(js: JetStreamContext, _nc: object) -> None:
-        await relay_all(make_relay(container, js, servers[0]))
+    async def body(js: JetStreamContext, nc: Client) -> None:
+        await relay_all(make_relay(container, nc, servers[0]))
 
     asyncio.run(with_js(servers[1], body))
 

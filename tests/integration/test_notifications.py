@@ -70,8 +70,8 @@ async def work_until(
 def publish_enrollments(container, database_url: str, nats_url: str, n: int) -> None:
     lesson_with_enrollments(container, n)
 
-    async def body(js, _nc) -> None:
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc) -> None:
+        await relay_all(make_relay(container, nc, database_url))
 
     asyncio.run(with_js(nats_url, body))
 
@@ -92,7 +92,7 @@ def test_every_enrollment_gets_exactly_one_email_despite_faults(
     email_sandbox.set_knobs(fail_rate=0.3, drop_rate=0.1)
     publish_enrollments(container, database_url, nats_url, 40)
 
-    async def body(js, _nc) -> None:
+    async def body(js, nc) -> None:
         await work_until(
             js,
             container,
@@ -124,7 +124,7 @@ def test_a_permanent_refusal_is_dead_lettered_then_replayed_once(
     def dead_lettered() -> bool:
         return email_states(container).get("dead-lettered", 0) == 1
 
-    async def body(js, _nc) -> None:
+    async def body(js, nc) -> None:
         await work_until(js, container, email_provider, dead_lettered)
         [entry] = [e async for e in dead_letters(js, work_classes.NOTIFICATIONS)]
         assert entry.owner == "team-mail"
@@ -195,12 +195,12 @@ def test_one_consumers_two_event_types_are_dead_lettered_under_two_owners(
         states = email_states_of(container, enrollment_id)
         return states == ["dead-lettered", "dead-lettered"]
 
-    async def body(js, _nc) -> tuple[dict[str, str], set[str]]:
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc) -> tuple[dict[str, str], set[str]]:
+        await relay_all(make_relay(container, nc, database_url))
         worker = bootstrap.build_worker(
             settings,
             container,
-            js,
+            nc,
             name=work_classes.NOTIFICATIONS,
             email=email_provider,
         )
@@ -262,8 +262,8 @@ def test_the_first_failure_is_the_first_attempt_not_the_store_time(
     def dead_lettered() -> bool:
         return email_states_of(container, enrollment_id) == ["dead-lettered"]
 
-    async def body(js, _nc):
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc):
+        await relay_all(make_relay(container, nc, database_url))
         await asyncio.sleep(2.0)  # stored well before the first attempt
         await work_until(js, container, email_provider, dead_lettered, job=job)
         [entry] = [
@@ -328,11 +328,11 @@ def test_a_send_slower_than_ack_wait_is_not_handed_to_a_second_slot(
     email_sandbox.set_knobs(latency_ms=1700)
     publish_enrollments(container, database_url, nats_url, 1)
 
-    async def body(js, _nc) -> None:
+    async def body(js, nc) -> None:
         await ensure_worker_consumer(js, name, "club.events.>", ack_wait=1)
         notifications = work_classes.NOTIFICATIONS
         worker = bootstrap.build_worker(
-            settings, container, js, name=notifications, email=counted
+            settings, container, nc, name=notifications, email=counted
         )
         worker.name = name  # the same wiring, on a durable of this test's own
         async with working(worker):

@@ -106,8 +106,8 @@ def test_each_purchase_event_that_asks_for_an_email_gets_exactly_one(
     email_sandbox.set_knobs(fail_rate=0.3, drop_rate=0.1)
     expected = 7  # ann: payment, access; bob: expiry; cat: three; dan: enrolled
 
-    async def body(js, _nc) -> set[UUID]:
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc) -> set[UUID]:
+        await relay_all(make_relay(container, nc, database_url))
         ours = {*ids.values(), enrollment_id_of(ids["ann"])}
         seat_bought = enrollment_id_of(ids["ann"])
         published = [
@@ -159,7 +159,7 @@ def test_migrate_moves_an_existing_durable_to_the_wider_filter(migrated) -> None
     durable = f"notify-upgrade-{uuid4().hex[:6]}"
     subjects = work_classes.WORK_CLASSES[work_classes.NOTIFICATIONS].subjects
 
-    async def body(js, _nc) -> str | None:
+    async def body(js, nc) -> str | None:
         await ensure_worker_consumer(js, durable, "club.events.enrollment.>")
         await ensure_worker_consumer(js, durable, subjects)
         info = await js.consumer_info(EVENTS_STREAM, durable)

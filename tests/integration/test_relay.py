@@ -27,8 +27,8 @@ def test_stream_holds_one_message_per_event_with_contract_headers(
     database_url, nats_url = migrated
     lesson_with_enrollments(container, 3)
 
-    async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc):
+        await relay_all(make_relay(container, nc, database_url))
         return await stream_messages(js)
 
     messages = run(with_js(nats_url, body))
@@ -49,12 +49,12 @@ def test_republishing_after_a_lost_position_adds_no_copy(container, migrated) ->
     database_url, nats_url = migrated
     lesson_with_enrollments(container, 2)
 
-    async def body(js, _):
-        first = make_relay(container, js, database_url)
+    async def body(js, nc):
+        first = make_relay(container, nc, database_url)
         await relay_all(first)
         before = len(await stream_messages(js))
         first.lease.rewind(0)  # as if it died before saving (or an operator rewound)
-        second = make_relay(container, js, database_url)
+        second = make_relay(container, nc, database_url)
         await relay_all(second)
         return before, len(await stream_messages(js)), second.position
 
@@ -70,8 +70,8 @@ def test_relay_passes_over_gaps_in_notification_ids(container, migrated) -> None
         conn.execute(sa.text("SELECT nextval('club_events_notification_id_seq')"))
     lesson_with_enrollments(container, 1)
 
-    async def body(js, _):
-        relay = make_relay(container, js, database_url)
+    async def body(js, nc):
+        relay = make_relay(container, nc, database_url)
         await relay_all(relay)
         return relay.position, await stream_messages(js)
 
@@ -83,8 +83,8 @@ def test_relay_passes_over_gaps_in_notification_ids(container, migrated) -> None
 def test_position_stays_put_when_the_broker_refuses(container, migrated) -> None:
     database_url, nats_url = migrated
 
-    async def body(js, _):
-        relay = make_relay(container, js, database_url, puback_timeout=2)
+    async def body(js, nc):
+        relay = make_relay(container, nc, database_url, puback_timeout=2)
         await relay_all(relay)
         start = relay.position
         lesson_with_enrollments(container, 1)

@@ -41,8 +41,8 @@ def test_an_unmappable_stored_event_is_dead_lettered_and_the_rest_published(
         }
     )
 
-    async def body(js, _nc):
-        relay = build_relay(settings, container, js)
+    async def body(js, nc):
+        relay = build_relay(settings, container, nc)
         while await relay.relay_once():
             pass
         assert relay.position == newest  # moved past it: the outbox goes on

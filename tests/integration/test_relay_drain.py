@@ -15,15 +15,15 @@ def test_a_relay_that_never_got_the_lease_is_an_error_not_silence(
     database_url, nats_url = migrated
     lesson_with_enrollments(container, 1)
 
-    async def body(js, _):
-        holder = make_relay(container, js, database_url)
+    async def body(js, nc):
+        holder = make_relay(container, nc, database_url)
         await holder.relay_once()  # takes the lease and keeps it
         try:
             with pytest.raises(NeverLeasedError, match="another relay runs"):
-                await relay_all(make_relay(container, js, database_url))
+                await relay_all(make_relay(container, nc, database_url))
         finally:
             await holder.release()
-        await relay_all(make_relay(container, js, database_url))  # free: it runs
+        await relay_all(make_relay(container, nc, database_url))  # free: it runs
         return len(await stream_messages(js))
 
     assert run(with_js(nats_url, body)) == 2  # LessonScheduled, EnrollmentConfirmed

@@ -201,8 +201,8 @@ def replay_from_the_start_after_the_inbox_lost_its_rows(
     name = f"horizon-{uuid4().hex[:6]}"
     lesson_id = lesson_with_enrollments(container, 3)
 
-    async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc):
+        await relay_all(make_relay(container, nc, database_url))
         await ensure_consumer(js, name)
         sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
         runner = statistics_runner(name, js, container)
@@ -321,8 +321,8 @@ def audit_after(container, migrated, forget) -> tuple[set[str], set[str]]:
     before = container.app.recorder.max_notification_id() or 0
     lesson_with_enrollments(container, 2)
 
-    async def body(js, _):
-        await relay_all(make_relay(container, js, database_url))
+    async def body(js, nc):
+        await relay_all(make_relay(container, nc, database_url))
         for name, (_, apply) in bootstrap.PROJECTIONS.items():
             await ensure_consumer(js, name)
             sub = await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)

@@ -53,7 +53,7 @@ FAST = RetryPolicy(max_attempts=5, first_delay=0.05, max_delay=0.3, unknown_dela
 
 
 def chain(container, nats_url: str) -> ChainStatus:
-    async def body(js, _nc) -> ChainStatus:
+    async def body(js, nc) -> ChainStatus:
         return await read_chain(
             console_reads(container, js),
             promise_seconds=PROMISE_S,
@@ -68,7 +68,7 @@ def queued_for_notifications(nats_url: str) -> int:
     those that ask for no e-mail, but they wait in line all the same)."""
     subjects = work_classes.WORK_CLASSES[work_classes.NOTIFICATIONS].subjects
 
-    async def body(js, _nc) -> int:
+    async def body(js, nc) -> int:
         info = await js.stream_info("CLUB_EVENTS", subjects_filter=subjects)
         return sum((info.state.subjects or {}).values())
 
@@ -98,7 +98,7 @@ def test_a_backlog_shows_count_oldest_age_and_a_late_verdict(migrated, container
 
     asyncio.run(
         with_js(
-            nats_url, lambda js, _: relay_all(make_relay(container, js, database_url))
+            nats_url, lambda _, nc: relay_all(make_relay(container, nc, database_url))
         )
     )
     time.sleep(PROMISE_S + 0.5)  # nobody works the queue: the oldest ages
@@ -132,7 +132,7 @@ def test_the_history_s_lean_read_gives_the_page_s_ages(migrated, container):
     hops, the same ages, as the page's whole-chain read (the backlog above)."""
     _, nats_url = migrated
 
-    async def body(js, _nc) -> tuple[dict, dict]:
+    async def body(js, nc) -> tuple[dict, dict]:
         reads = console_reads(container, js)
         lean = await read_hop_ages(reads)
         whole = await read_chain(
@@ -247,7 +247,7 @@ def test_after_a_worker_drains_the_backlog_it_is_on_time(
     _, nats_url = migrated
     provider = email_provider
 
-    async def body(js, _nc) -> None:
+    async def body(js, nc) -> None:
         job = work_classes.notification_job(container, provider, FAST)
         async with working(worker_for(container, js, job)):
             for _ in range(600):

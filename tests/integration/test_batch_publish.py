@@ -1,0 +1,80 @@
+"""A batch's PubAcks, counted on one subscription: every message stored, or the
+batch fails; an abandoned batch's late acks never complete a newer one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from uuid import uuid4
+
+import pytest
+from nats.aio.client import Client
+from nats.js.api import DiscardPolicy, StreamConfig
+from nats.js.errors import NoStreamResponseError
+
+from adapters.nats.batch_publish import BatchPublisher, Outgoing, PubAckError
+from adapters.nats.streams import connect
+
+
+def on_a_stream(
+    nats_url: str, body: Callable[[Client, str], Awaitable[None]], **config: object
+) -> None:
+    """`body(nc, subject)` with a stream of its own taking `subject`."""
+
+    async def main() -> None:
+        nc = await connect(nats_url, name="batch-test")
+        js = nc.jetstream()
+        name = f"BATCH_{uuid4().hex[:8]}"
+        await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"], **config))
+        try:
+            await body(nc, f"{name}.x")
+            assert (await js.stream_info(name)).state.messages >= 0
+        finally:
+            await js.delete_stream(name)
+            await nc.close()
+
+    asyncio.run(main())
+
+
+def messages(
+    subject: str, count: int, *, ids: list[str] | None = None
+) -> list[Outgoing]:
+    ids = ids or [str(uuid4()) for _ in range(count)]
+    return [Outgoing(subject, b"{}", {"Nats-Msg-Id": i}) for i in ids]
+
+
+def test_every_message_of_a_batch_is_stored_before_it_is_done(nats_url: str) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        ids = [str(uuid4()) for _ in range(300)]
+        await asyncio.wait_for(await publisher.send(messages(subject, 300, ids=ids)), 5)
+        # Sent again (a relay's retry): duplicates are acknowledged, stored once.
+        await asyncio.wait_for(await publisher.send(messages(subject, 300, ids=ids)), 5)
+        info = await nc.jetstream().stream_info(subject.split(".", maxsplit=1)[0])
+        assert info.state.messages == 300
+        await asyncio.wait_for(await publisher.send([]), 1)  # nothing to wait for
+        await publisher.close()
+
+    on_a_stream(nats_url, body)
+
+
+def test_a_refused_message_fails_the_batch(nats_url: str) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        with pytest.raises(PubAckError, match="maximum messages"):
+            await asyncio.wait_for(await publisher.send(messages(subject, 3)), 5)
+
+    on_a_stream(nats_url, body, max_msgs=2, discard=DiscardPolicy.NEW)
+
+
+def test_an_abandoned_batchs_acks_never_complete_the_next(nats_url: str) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        await publisher.send(messages(subject, 50))  # abandoned: never awaited
+        # The next goes where no stream listens; the 50 acks arriving first are
+        # the old batch's and must not count for it.
+        nowhere = messages(f"nowhere-{uuid4().hex[:6]}.x", 50)
+        with pytest.raises(NoStreamResponseError):
+            await asyncio.wait_for(await publisher.send(nowhere), 5)
+
+    on_a_stream(nats_url, body)
