@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -175,7 +176,14 @@ def observe_wait(consumer: str, num_delivered: int, stored_at: datetime | None) 
     if num_delivered != 1 or stored_at is None:
         return
     waited = (datetime.now(UTC) - stored_at).total_seconds()
-    CONSUMER_WAIT.labels(consumer=consumer).observe(max(waited, 0.0))
+    _wait_of(consumer).observe(max(waited, 0.0))
+
+
+@functools.cache
+def _wait_of(consumer: str) -> Histogram:
+    """Each consumer's series, found once: `labels()` takes a lock and builds a key
+    on every call, and this runs for every message."""
+    return CONSUMER_WAIT.labels(consumer=consumer)
 
 
 def count_retries(consumer: str, kind: str, count: int = 1) -> None:
