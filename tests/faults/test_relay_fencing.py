@@ -106,7 +106,11 @@ def test_two_relays_and_a_paused_third_never_regress_or_leave_a_gap(
     # On waking, the paused owner finds itself fenced instead of moving the position
     # (after a back-off if the server had ended its session mid-transaction).
     log = stack.logs[stack.name_of(paused)]
-    eventually(lambda: "relay.fenced" in log.read_text(), timeout=15)
+    try:
+        eventually(lambda: "relay.fenced" in log.read_text(), timeout=15)
+    except AssertionError as e:  # say what it did instead
+        tail = "\n".join(log.read_text().splitlines()[-30:])
+        raise AssertionError(f"the woken owner never said relay.fenced:\n{tail}") from e
     for name in ("relay-1", "relay-2", "relay-3"):
         stack.stop(name)
     stack.start("relay")
