@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from adapters.postgres.database import create_engine, sqlalchemy_url
+from adapters.reasons import describe
 
 ADDRESS = "secret-ann@example.org"  # 22 characters: too long for the column
 INSERT = "INSERT INTO contacts (email) VALUES (:email)"
@@ -89,3 +90,22 @@ def test_a_value_the_server_quotes_is_kept_out_of_the_error(
 ) -> None:
     said, _ = failed(engine, statement, value)
     assert value not in said
+
+
+@pytest.mark.parametrize(
+    ("statement", "value", "reason"),
+    [
+        (INSERT, "ann@example.org", 'violates unique constraint "contacts_pkey"'),
+        ("SELECT CAST(:email AS integer)", ADDRESS, "invalid input syntax for type"),
+    ],
+)
+def test_a_reason_club_writes_names_the_failure_not_the_value(
+    engine: sa.Engine, statement: str, value: str, reason: str
+) -> None:
+    """What reaches a log line or a dead letter's reason (`describe`) keeps the
+    server's primary message and drops what it quotes of the data."""
+    with pytest.raises(sa.exc.DBAPIError) as raised, engine.begin() as conn:
+        conn.execute(sa.text(statement), {"email": value})
+    said = describe(raised.value)
+    assert value not in said
+    assert reason in said
