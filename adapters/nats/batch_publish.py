@@ -4,19 +4,23 @@ nats-py's `publish_async` spends a future, a semaphore slot, a done-callback and
 JSON decode on every message — about as much Python as the relay's whole mapping.
 A relay only ever needs to know that *every* message of its batch was stored, so
 this publishes each with the core client, its reply subject naming the batch and
-the message (`<inbox>.<batch>.<index>`), and counts the PubAcks on one subscription
-to the client's own inbox (the only one its broker user may read).
+the message (`<inbox>.<batch token>.<index>`), and counts the PubAcks on one
+subscription to the client's own inbox (the only one its broker user may read).
 
 A PubAck that carries an error (`PubAckError`), or a "no responders" status (no
 stream holds the subject: nats-py's `NoStreamResponseError`), fails the batch: the
 caller republishes it from its position, and the stream's `Nats-Msg-Id` window keeps
 what was stored already from being stored again.
-Acks of an earlier batch, abandoned at its timeout, are recognised and dropped.
+Acks of an earlier batch, abandoned at its timeout, are recognised and dropped; so
+is any reply that is not a PubAck of the stream that must store that message (a
+reply the broker sent on someone else's request, aimed here), which can therefore
+never pass for one: only the timeout, and a republish, follow.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Sequence
 
 import attrs
@@ -37,10 +41,11 @@ class Outgoing:
     subject: str
     payload: bytes
     headers: dict[str, str]
+    stream: str  # the stream that must store it: a PubAck naming another is not its
 
 
 class PubAckError(NatsError):
-    """The stream refused a message of the batch (or no stream answered)."""
+    """The stream refused a message of the batch."""
 
 
 class _PubAckProblem(msgspec.Struct):
@@ -58,8 +63,8 @@ _decode = msgspec.json.Decoder(_PubAck).decode
 
 @attrs.define
 class _Batch:
-    number: int
-    awaited: bytearray  # 1 where a message's PubAck is still to come
+    token: str  # unguessable: a reply naming it is a reply to this batch
+    streams: list[str]  # for each message, the stream that must store it; "" once
     left: int
     done: asyncio.Future[None]
 
@@ -69,7 +74,6 @@ class BatchPublisher:
         self._nc = nc
         self._prefix = ""
         self._subscription: Subscription | None = None
-        self._count = 0
         self._current: _Batch | None = None
 
     async def send(self, messages: Sequence[Outgoing]) -> asyncio.Future[None]:
@@ -80,23 +84,26 @@ class BatchPublisher:
             self._subscription = await self._nc.subscribe(
                 f"{self._prefix}.*.*", cb=self._on_reply
             )
-        self._count += 1
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         batch = _Batch(
-            self._count, bytearray(b"\1" * len(messages)), len(messages), done
+            secrets.token_hex(8), [m.stream for m in messages], len(messages), done
         )
         self._current = batch
         if not messages:
             done.set_result(None)
-        reply = f"{self._prefix}.{batch.number}."
+        reply = f"{self._prefix}.{batch.token}."
         publish = self._nc.publish
-        for index, message in enumerate(messages):
-            await publish(
-                message.subject,
-                message.payload,
-                reply=f"{reply}{index}",
-                headers=message.headers,
-            )
+        try:
+            for index, message in enumerate(messages):
+                await publish(
+                    message.subject,
+                    message.payload,
+                    reply=f"{reply}{index}",
+                    headers=message.headers,
+                )
+        except BaseException:
+            done.cancel()  # nobody will await it: its acks must not count
+            raise
         return done
 
     async def close(self) -> None:
@@ -106,33 +113,26 @@ class BatchPublisher:
 
     async def _on_reply(self, msg: Msg) -> None:
         batch = self._current
-        _, number, index = msg.subject.rsplit(".", 2)
-        if batch is None or batch.done.done() or number != str(batch.number):
-            return  # an abandoned batch's, or one already failed
-        position = int(index)
-        if not 0 <= position < len(batch.awaited) or not batch.awaited[position]:
+        _, token, index = msg.subject.rsplit(".", 2)
+        if batch is None or batch.done.done() or token != batch.token:
+            return  # an abandoned batch's, or one already settled
+        position = int(index) if index.isascii() and index.isdigit() else -1
+        if not 0 <= position < len(batch.streams) or not batch.streams[position]:
             return
         if msg.headers and msg.headers.get("Status") == NO_RESPONDERS:
             batch.done.set_exception(NoStreamResponseError())  # no stream has it
             return
-        problem = _refusal(msg.data)
-        if problem is not None:
-            batch.done.set_exception(PubAckError(problem))
+        try:
+            ack = _decode(msg.data)
+        except msgspec.DecodeError:
+            return  # not the server's: a real PubAck or its absence decides
+        if ack.error is not None:
+            problem = f"{ack.error.description} ({ack.error.err_code})"
+            batch.done.set_exception(PubAckError(f"the stream refused it: {problem}"))
             return
-        batch.awaited[position] = 0
+        if ack.stream != batch.streams[position]:
+            return  # a PubAck of another stream is not this message's
+        batch.streams[position] = ""
         batch.left -= 1
         if batch.left == 0:
             batch.done.set_result(None)
-
-
-def _refusal(reply: bytes) -> str | None:
-    """Why the message was not stored, or None for a PubAck (a duplicate too)."""
-    try:
-        ack = _decode(reply)
-    except msgspec.DecodeError:
-        return f"an unreadable PubAck: {reply[:200]!r}"
-    if ack.error is not None:
-        return f"the stream refused it: {ack.error.description} ({ack.error.err_code})"
-    if not ack.stream:
-        return f"a PubAck naming no stream: {reply[:200]!r}"
-    return None

@@ -35,7 +35,7 @@ from structlog.contextvars import bound_contextvars
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
 from adapters.nats.batch_publish import BatchPublisher, Outgoing
-from adapters.nats.streams import dead_letter_subject
+from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, dead_letter_subject
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
 from adapters.postgres.recorder import select_notifications_of
 from adapters.reasons import describe, one_line
@@ -246,6 +246,7 @@ class Relay:
                 "Club-Original-Msg-Id": origin,
                 "Club-Recovery": recovery,
             },
+            DLQ_STREAM,
         )
 
     @staticmethod
@@ -308,4 +309,5 @@ def event_message(envelope: Envelope) -> Outgoing:
             "Club-Event-Type": envelope.type,
             "Club-Schema-Version": str(envelope.schema_version),
         },
+        EVENTS_STREAM,
     )

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from uuid import uuid4
 
+import attrs
 import pytest
 from nats.aio.client import Client
 from nats.js.api import DiscardPolicy, StreamConfig
@@ -40,7 +41,8 @@ def messages(
     subject: str, count: int, *, ids: list[str] | None = None
 ) -> list[Outgoing]:
     ids = ids or [str(uuid4()) for _ in range(count)]
-    return [Outgoing(subject, b"{}", {"Nats-Msg-Id": i}) for i in ids]
+    stream = subject.split(".", maxsplit=1)[0]
+    return [Outgoing(subject, b"{}", {"Nats-Msg-Id": i}, stream) for i in ids]
 
 
 def test_every_message_of_a_batch_is_stored_before_it_is_done(nats_url: str) -> None:
@@ -76,5 +78,20 @@ def test_an_abandoned_batchs_acks_never_complete_the_next(nats_url: str) -> None
         nowhere = messages(f"nowhere-{uuid4().hex[:6]}.x", 50)
         with pytest.raises(NoStreamResponseError):
             await asyncio.wait_for(await publisher.send(nowhere), 5)
+
+    on_a_stream(nats_url, body)
+
+
+def test_a_puback_naming_another_stream_never_counts(nats_url: str) -> None:
+    """A reply aimed at the relay's inbox from elsewhere — here a real PubAck of a
+    stream the message was not meant for — cannot pass for the one awaited."""
+
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        meant_elsewhere = [
+            attrs.evolve(m, stream="CLUB_EVENTS") for m in messages(subject, 3)
+        ]
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(await publisher.send(meant_elsewhere), 1)
 
     on_a_stream(nats_url, body)
