@@ -9,6 +9,7 @@ names the request and the problem the API gave, never a traceback.
 from __future__ import annotations
 
 import json
+import math
 import time
 from http import HTTPStatus
 from typing import Any
@@ -121,6 +122,7 @@ def _refusal(method: str, path: str, answer: urllib3.BaseHTTPResponse) -> str:
 
 def _wait_s(retry_after: str | None) -> float:
     try:
-        return min(max(float(retry_after or 1), 0.1), LONGEST_WAIT_S)
+        wait = float(retry_after or 1)
     except ValueError:
         return 1.0
+    return min(max(wait, 0.1), LONGEST_WAIT_S) if math.isfinite(wait) else 1.0

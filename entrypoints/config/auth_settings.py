@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,13 +66,27 @@ def kept_secret(data_dir: Path) -> str:
     """The HS256 secret `club up` signs development tokens with: generated once
     into the data directory (mode 600), the same on every later run."""
     path = secret_file(data_dir)
-    if not path.exists():
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_private(path, secrets.token_urlsafe(32) + "\n")
-    # Also tightens one copied or written by hand: it signs anyone's admin token.
-    path.parent.chmod(0o700)
-    path.chmod(0o600)
+    try:
+        if not path.exists() and not path.is_symlink():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_private(path, secrets.token_urlsafe(32) + "\n")
+        _keep_private(path)
+    except OSError as e:
+        msg = f"cannot keep the auth secret at {path}: {e.strerror or e}"
+        raise AuthSettingError(msg) from None
     return _read_secret(path)
+
+
+def _keep_private(path: Path) -> None:
+    """Tightens one copied or written by hand — it signs anyone's admin token —
+    but only our own regular file: never a link's target, never another user's."""
+    for place, mode in ((path.parent, 0o700), (path, 0o600)):
+        found = place.lstat()
+        if stat.S_ISLNK(found.st_mode):
+            msg = f"{place} is a symbolic link; the auth secret must be a plain file"
+            raise AuthSettingError(msg)
+        if stat.S_IMODE(found.st_mode) & ~mode and found.st_uid == os.getuid():
+            place.chmod(mode)
 
 
 def signing_secret(auth: AuthSettings, data_dir: Path) -> str:
@@ -94,7 +110,11 @@ def signing_secret(auth: AuthSettings, data_dir: Path) -> str:
 def _read_secret(path: Path) -> str:
     """A kept secret too short for HS256 would fail every role at start (and
     `club up` restart them for ever): refused here, with the fix."""
-    secret = path.read_text().strip()
+    try:
+        secret = path.read_text().strip()
+    except (OSError, UnicodeError) as e:
+        msg = f"cannot read the auth secret at {path} ({e}); delete it for a new one"
+        raise AuthSettingError(msg) from None
     if len(secret.encode()) < MIN_SECRET_BYTES:
         msg = (
             f"{path} must hold a secret of at least {MIN_SECRET_BYTES} bytes "

@@ -76,6 +76,7 @@ READ_LIMIT = 200  # dead letters read per page view for their reasons
 MAX_REASON = 200
 SAMPLE_EVERY_S = 5.0
 UNAUTHENTICATED = 401
+FORBIDDEN = 403
 
 
 class PageRoute(APIRoute):
@@ -89,13 +90,20 @@ class PageRoute(APIRoute):
                 return await handler(request)
             except HTTPException as e:
                 browser = "text/html" in request.headers.get("accept", "")
-                if e.status_code != UNAUTHENTICATED or not browser:
+                # A bearer token that is not the operator's, with no session: an
+                # identity-aware proxy in front adds its own; log in past it.
+                proxied = e.status_code == FORBIDDEN and not _in_session(request)
+                if not browser or not (e.status_code == UNAUTHENTICATED or proxied):
                     raise
                 return HTMLResponse(
                     login_page(), 401, headers=HEADERS | dict(e.headers or {})
                 )
 
         return handle
+
+
+def _in_session(request: Request) -> bool:
+    return getattr(request.state, "ops_session", None) is not None
 
 
 @asynccontextmanager

@@ -228,9 +228,17 @@ def test_the_session_cookie_passes_the_policy_and_a_change_needs_its_csrf_token(
 def test_a_browser_without_a_session_gets_the_login_form(app) -> None:
     with TestClient(app, raise_server_exceptions=False) as client:
         page = client.get("/ops/", headers={"Accept": "text/html"})
-    assert page.status_code == 401
-    assert page.headers["content-type"].startswith("text/html")
-    assert "action='/ops/login'" in page.text
+        # behind an identity-aware proxy that adds a bearer token of its own
+        proxied = client.get(
+            "/ops/",
+            headers={"Accept": "text/html", "Authorization": "Bearer proxy-jwt"},
+        )
+        script = client.get("/ops/", headers={"Authorization": "Bearer proxy-jwt"})
+    for answer in (page, proxied):
+        assert answer.status_code == 401
+        assert answer.headers["content-type"].startswith("text/html")
+        assert "action='/ops/login'" in answer.text
+    assert script.status_code == 403  # a script's wrong token stays refused
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
 

@@ -35,3 +35,15 @@ def test_a_flood_of_readiness_probes_costs_one_check_a_second(container) -> None
     }
     assert later.status_code == 503
     assert len(checks) == 2  # one for the flood, one a second later
+
+
+def test_an_app_outliving_its_event_loop_checks_afresh(container) -> None:
+    """A check belongs to the loop that ran it: a new loop (a restarted server, a
+    test client after another) runs its own, never awaits another loop's."""
+    app = create_app(container, verifier=VERIFIER)
+    answers = []
+    for _ in range(2):
+        with TestClient(app) as api:
+            answers.append(api.get("/readyz"))
+    assert [a.status_code for a in answers] == [503, 503]  # no broker here
+    assert [a.json()["checks"]["database"] for a in answers] == [True, True]

@@ -108,3 +108,25 @@ def test_club_token_without_any_secret_says_how_to_get_one(tmp_path: Path) -> No
     assert "set CLUB_AUTH_SECRET, or run `club up` once" in said
     assert str(secret_file(tmp_path)) in said
     assert not secret_file(tmp_path).exists()  # `club token` never makes one
+
+
+def test_a_secret_that_is_a_link_is_refused_and_its_target_left_alone(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("x" * 64)
+    target.chmod(0o644)
+    path = secret_file(tmp_path / "data")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(target)
+    with pytest.raises(AuthSettingError, match="symbolic link"):
+        kept_secret(tmp_path / "data")
+    assert mode(target) == 0o644
+
+
+def test_a_secret_that_is_not_text_is_refused_with_the_fix(tmp_path: Path) -> None:
+    path = secret_file(tmp_path)
+    path.parent.mkdir(mode=0o700)
+    path.write_bytes(b"\xff" * 64)
+    with pytest.raises(AuthSettingError, match="delete it for a new one"):
+        kept_secret(tmp_path)

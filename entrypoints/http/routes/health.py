@@ -28,6 +28,8 @@ def healthz() -> dict[str, str]:
 # Anyone may ask, so every caller within this long shares one check: a flood of
 # anonymous probes costs the database and the broker one round trip a second.
 CHECK_SHARED_FOR_S = 1.0
+CHECK_WITHIN_S = 2.0  # a readiness probe's own timeout is typically 1-5 s
+Checks = dict[str, bool]
 
 
 @router.get("/readyz", operation_id="readyz", responses=problems(503))
@@ -41,24 +43,35 @@ async def readyz(request: Request, container: ContainerDep) -> Response:
 
 
 async def _shared_checks(state: Any, container: Container) -> dict[str, bool]:
-    shared: tuple[float, asyncio.Future[dict[str, bool]]] | None = getattr(
-        state, "readiness", None
+    loop = asyncio.get_running_loop()
+    shared: tuple[float, asyncio.AbstractEventLoop, asyncio.Future[Checks]] | None = (
+        getattr(state, "readiness", None)
     )
-    if shared is None or time.monotonic() - shared[0] >= CHECK_SHARED_FOR_S:
-        shared = (time.monotonic(), asyncio.ensure_future(_checks(state, container)))
+    # A check still running is joined, never started again beside it: however many
+    # ask, at most one check runs (per event loop: a future is its loop's alone).
+    stale = (
+        shared is None
+        or shared[1] is not loop
+        or (shared[2].done() and time.monotonic() - shared[0] >= CHECK_SHARED_FOR_S)
+    )
+    if shared is None or stale:
+        shared = (
+            time.monotonic(),
+            loop,
+            asyncio.ensure_future(_checks(state, container)),
+        )
         state.readiness = shared
-    checks = shared[1]
-    if checks.done():  # maybe of another event loop: read, never await
-        return dict(checks.result())
     # A caller that hangs up cancels its wait, never the check the others share.
-    return dict(await asyncio.shield(checks))
+    return dict(await asyncio.shield(shared[2]))
 
 
-async def _checks(state: Any, container: Container) -> dict[str, bool]:
-    return {
-        "database": await asyncio.to_thread(_database_ready, container),
-        "nats": await _nats_ready(getattr(state, "nats", None)),
-    }
+async def _checks(state: Any, container: Container) -> Checks:
+    database = asyncio.to_thread(_database_ready, container)
+    try:
+        ready = await asyncio.wait_for(database, CHECK_WITHIN_S)
+    except Exception:  # a hung server (its thread ends at its deadline), any failure
+        ready = False
+    return {"database": ready, "nats": await _nats_ready(getattr(state, "nats", None))}
 
 
 def _database_ready(container: Container) -> bool:
