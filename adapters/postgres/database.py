@@ -77,10 +77,29 @@ def create_engine(
         hide_parameters=True,
     )
     sa.event.listen(engine, "checkout", _ping_if_the_server_spoke(engine.dialect))
+    sa.event.listen(engine, "handle_error", _session_ended_is_a_disconnect)
     sa.event.listen(
         engine, "do_connect", _connect_bounded(deadline_for(statement_timeout))
     )
     return engine
+
+
+def _session_ended_is_a_disconnect(context: sa.engine.ExceptionContext) -> Any:
+    """The server ends a session left idle inside a transaction (a paused process:
+    `hold_locks_at_most`) with SQLSTATE 25P03, which psycopg classes an
+    InternalError, as if the statement were wrong: the woken process would crash
+    instead of retrying. It is a lost connection: replaced, and raised as one."""
+    error = context.original_exception
+    if not isinstance(error, psycopg.errors.IdleInTransactionSessionTimeout):
+        return None
+    context.is_disconnect = True
+    return sa.exc.OperationalError(
+        context.statement,
+        context.parameters,
+        error,
+        hide_parameters=True,
+        connection_invalidated=True,
+    )
 
 
 def _connect_bounded(deadline_s: float | None) -> Any:
