@@ -9,6 +9,7 @@ from uuid import uuid4
 
 from nats.js.errors import NotFoundError
 
+from adapters.nats.relay import event_message
 from adapters.nats.relay_drain import relay_all
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from application.contracts.envelope import Envelope
@@ -64,11 +65,10 @@ def raw_publish_rate(
 def raw_publish_once(
     envelopes: list[Envelope], nats_url: str, replicas: int = 1
 ) -> float:
+    # The very messages the relay sends: subject, body and headers.
     prepared = [
-        (e.subject, e.to_json(), {"Nats-Msg-Id": str(e.event_id),
-         "Club-Event-Type": e.type, "Club-Schema-Version": "1"})
-        for e in envelopes
-    ]  # fmt: skip
+        (m.subject, m.payload, m.headers) for m in map(event_message, envelopes)
+    ]
 
     async def one() -> float:
         nc = await connect(nats_url, name="bench-raw")

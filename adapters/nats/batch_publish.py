@@ -25,13 +25,12 @@ from collections.abc import Sequence
 
 import attrs
 import msgspec
-from nats.aio.client import Client
+from nats.aio.client import NO_RESPONDERS_STATUS, Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
+from nats.js.api import Header
 from nats.js.errors import NoStreamResponseError
-
-NO_RESPONDERS = "503"
 
 
 @attrs.frozen
@@ -119,7 +118,7 @@ class BatchPublisher:
         position = int(index) if index.isascii() and index.isdigit() else -1
         if not 0 <= position < len(batch.streams) or not batch.streams[position]:
             return
-        if msg.headers and msg.headers.get("Status") == NO_RESPONDERS:
+        if msg.headers and msg.headers.get(Header.STATUS) == NO_RESPONDERS_STATUS:
             batch.done.set_exception(NoStreamResponseError())  # no stream has it
             return
         try:

@@ -35,8 +35,6 @@ log = structlog.get_logger()
 # connections and requests at once (then 503 at once, not a queue that grows), an
 # idle kept-alive connection for 5 s, and a request's head for 10 s
 # (head_deadline.py; docs/decisions/2026-12-01-callers-and-their-rights.md).
-# Connections and requests one API process holds at once; beyond, `503` at once
-# (slow or idle clients cannot queue the rest behind them).
 MOST_AT_ONCE = 512
 
 

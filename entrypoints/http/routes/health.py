@@ -42,19 +42,18 @@ async def readyz(request: Request, container: ContainerDep) -> Response:
     )
 
 
-async def _shared_checks(state: Any, container: Container) -> dict[str, bool]:
+async def _shared_checks(state: Any, container: Container) -> Checks:
     loop = asyncio.get_running_loop()
     shared: tuple[float, asyncio.AbstractEventLoop, asyncio.Future[Checks]] | None = (
         getattr(state, "readiness", None)
     )
     # A check still running is joined, never started again beside it: however many
     # ask, at most one check runs (per event loop: a future is its loop's alone).
-    stale = (
+    if (
         shared is None
         or shared[1] is not loop
         or (shared[2].done() and time.monotonic() - shared[0] >= CHECK_SHARED_FOR_S)
-    )
-    if shared is None or stale:
+    ):
         shared = (
             time.monotonic(),
             loop,
