@@ -1,20 +1,32 @@
-"""One batch of JetStream publishes, its PubAcks awaited together.
+"""One batch of JetStream publishes, known stored all together.
 
 nats-py's `publish_async` spends a future, a semaphore slot, a done-callback and a
 JSON decode on every message — about as much Python as the relay's whole mapping.
 A relay only ever needs to know that *every* message of its batch was stored, so
-this publishes each with the core client, its reply subject naming the batch and
-the message (`<inbox>.<batch token>.<index>`), and counts the PubAcks on one
-subscription to the client's own inbox (the only one its broker user may read).
+this publishes each with the core client and learns it from replies to its own
+inbox (the only one its broker user may read), on one subscription, two ways:
 
-A PubAck that carries an error (`PubAckError`), or a "no responders" status (no
-stream holds the subject: nats-py's `NoStreamResponseError`), fails the batch: the
-caller republishes it from its position, and the stream's `Nats-Msg-Id` window keeps
-what was stored already from being stored again.
-Acks of an earlier batch, abandoned at its timeout, are recognised and dropped; so
-is any reply that is not a PubAck of the stream that must store that message (a
-reply the broker sent on someone else's request, aimed here), which can therefore
-never pass for one: only the timeout, and a republish, follow.
+- **Fast ingest** (NATS 2.14+, a stream with `allow_batched`): a batch of
+  `FAST_INGEST_MIN` or more messages for one stream goes out as a fast-ingest batch —
+  the reply subject `<inbox>.<batch>.<flow>.fail.<seq>.<op>.$FI` carries the batch
+  and each message's place in it, and the server answers once at the start and
+  once at the commit (`{"batch": …, "count": N}`: all N stored, or deduplicated by
+  `Nats-Msg-Id`, with no gap — a gap abandons the batch). A stream without the
+  setting refuses the batch whole (10205): it is sent again the per-message way, and
+  so is every later batch. A broker older than 2.14 stores each message and answers
+  each with a plain PubAck, which is counted as below.
+- **One PubAck a message** (`<inbox>.<batch>.<index>`): small batches, batches for
+  several streams (dead letters beside events), and streams without fast ingest.
+
+An error, a "no responders" status (no stream holds the subject: nats-py's
+`NoStreamResponseError`) or a batch the server abandons fails the batch: the caller
+republishes it from its position, and the stream's `Nats-Msg-Id` window keeps what was
+stored already from being stored again; the batch after a failed fast one goes the
+per-message way, so a retry never depends on the path that failed. Replies of an
+earlier batch, abandoned at its timeout, are recognised and dropped; so is any reply
+that is not the server's answer for the stream that must store that message (a reply
+the broker sent on someone else's request, aimed here), which can therefore never
+pass for one: only the timeout, and a republish, follow.
 """
 
 from __future__ import annotations
@@ -32,6 +44,16 @@ from nats.errors import Error as NatsError
 from nats.js.api import Header
 from nats.js.errors import NoStreamResponseError
 
+# Below this a batch takes one PubAck a message: the latency path (a few events a
+# batch) stays the simplest, and fast ingest's per-batch state pays off on backlogs.
+FAST_INGEST_MIN = 32
+FAST_INGEST_DISABLED = 10205  # the stream has no allow_batched
+_MAX_FLOW = 65535  # the reply subject's flow is a uint16
+_FAST_SUFFIX = "$FI"
+_OP_START, _OP_ADD, _OP_COMMIT = 0, 1, 2
+# After the inbox: `<batch>.<index>`, or `<batch>.<flow>.<gap>.<seq>.<op>.$FI`.
+_PUBACK_TOKENS, _FAST_TOKENS = 2, 6
+
 
 @attrs.frozen
 class Outgoing:
@@ -40,32 +62,49 @@ class Outgoing:
     subject: str
     payload: bytes
     headers: dict[str, str]
-    stream: str  # the stream that must store it: a PubAck naming another is not its
+    stream: str  # the stream that must store it: a reply naming another is not its
 
 
 class PubAckError(NatsError):
-    """The stream refused a message of the batch."""
+    """The stream refused a message of the batch, or abandoned the batch."""
 
 
-class _PubAckProblem(msgspec.Struct):
+class _Problem(msgspec.Struct):
     description: str = ""
     err_code: int = 0
 
 
-class _PubAck(msgspec.Struct):
+class _Reply(msgspec.Struct):
+    """A PubAck, a fast-ingest flow ack (`type`), or a fast batch's commit ack."""
+
+    type: str = ""
     stream: str = ""
-    error: _PubAckProblem | None = None
+    batch: str = ""
+    count: int = 0
+    error: _Problem | None = None
 
 
-_decode = msgspec.json.Decoder(_PubAck).decode
+_decode = msgspec.json.Decoder(_Reply).decode
 
 
 @attrs.define
 class _Batch:
     token: str  # unguessable: a reply naming it is a reply to this batch
-    streams: list[str]  # for each message, the stream that must store it; "" once
-    left: int
+    messages: Sequence[Outgoing]
     done: asyncio.Future[None]
+    fast: bool
+    # For each message, the stream that must store it; "" once its PubAck came.
+    streams: list[str] = attrs.Factory(list)
+    left: int = 0
+    resent: bool = False  # refused as a fast batch: sent again, PubAck-wise
+
+    def __attrs_post_init__(self) -> None:
+        self.streams = [m.stream for m in self.messages]
+        self.left = len(self.messages)
+
+    def fail(self, error: Exception) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
 
 
 class BatchPublisher:
@@ -74,64 +113,141 @@ class BatchPublisher:
         self._prefix = ""
         self._subscription: Subscription | None = None
         self._current: _Batch | None = None
+        self._fast = True  # until a stream or the broker says otherwise
+        self._fast_failed = False  # the next batch goes the per-message way
+        self._fallback: asyncio.Task[None] | None = None
 
     async def send(self, messages: Sequence[Outgoing]) -> asyncio.Future[None]:
         """Publish every message; the future is done when all are stored.
-        A newer batch abandons this one: its acks no longer count."""
+        A newer batch abandons this one: its replies no longer count."""
         if self._subscription is None:
             self._prefix = self._nc.new_inbox()
             self._subscription = await self._nc.subscribe(
-                f"{self._prefix}.*.*", cb=self._on_reply
+                f"{self._prefix}.>", cb=self._on_reply
             )
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        batch = _Batch(
-            secrets.token_hex(8), [m.stream for m in messages], len(messages), done
+        fast = (
+            self._fast
+            and not self._fast_failed
+            and len(messages) >= FAST_INGEST_MIN
+            and len({m.stream for m in messages}) == 1
         )
-        self._current = batch
+        self._fast_failed = False
+        batch = _Batch(secrets.token_hex(8), messages, done, fast)
         if not messages:
             done.set_result(None)
-        reply = f"{self._prefix}.{batch.token}."
-        publish = self._nc.publish
         try:
-            for index, message in enumerate(messages):
+            await self._publish(batch)
+        except BaseException:
+            done.cancel()  # nobody will await it: its replies must not count
+            raise
+        return done
+
+    async def _publish(self, batch: _Batch) -> None:
+        self._current = batch
+        publish = self._nc.publish
+        if not batch.fast:
+            reply = f"{self._prefix}.{batch.token}."
+            for index, message in enumerate(batch.messages):
                 await publish(
                     message.subject,
                     message.payload,
                     reply=f"{reply}{index}",
                     headers=message.headers,
                 )
-        except BaseException:
-            done.cancel()  # nobody will await it: its acks must not count
-            raise
-        return done
+            return
+        last = len(batch.messages)
+        reply = f"{self._prefix}.{batch.token}.{min(last, _MAX_FLOW)}.fail."
+        for seq, message in enumerate(batch.messages, 1):
+            op = _OP_ADD if 1 < seq < last else _OP_START if seq == 1 else _OP_COMMIT
+            await publish(
+                message.subject,
+                message.payload,
+                reply=f"{reply}{seq}.{op}.{_FAST_SUFFIX}",
+                headers=message.headers,
+            )
 
     async def close(self) -> None:
+        if self._fallback is not None:
+            self._fallback.cancel()
         if self._subscription is not None:
             await self._subscription.unsubscribe()
             self._subscription = None
 
     async def _on_reply(self, msg: Msg) -> None:
         batch = self._current
-        _, token, index = msg.subject.rsplit(".", 2)
-        if batch is None or batch.done.done() or token != batch.token:
+        tokens = msg.subject[len(self._prefix) + 1 :].split(".")
+        if batch is None or batch.done.done() or tokens[0] != batch.token:
             return  # an abandoned batch's, or one already settled
-        position = int(index) if index.isascii() and index.isdigit() else -1
-        if not 0 <= position < len(batch.streams) or not batch.streams[position]:
-            return
+        if batch.resent:
+            return  # the refusals of its other messages
         if msg.headers and msg.headers.get(Header.STATUS) == NO_RESPONDERS_STATUS:
-            batch.done.set_exception(NoStreamResponseError())  # no stream has it
+            batch.fail(NoStreamResponseError())  # no stream has it
             return
         try:
-            ack = _decode(msg.data)
+            reply = _decode(msg.data)
         except msgspec.DecodeError:
-            return  # not the server's: a real PubAck or its absence decides
-        if ack.error is not None:
-            problem = f"{ack.error.description} ({ack.error.err_code})"
-            batch.done.set_exception(PubAckError(f"the stream refused it: {problem}"))
+            return  # not the server's: a real reply or its absence decides
+        if batch.fast and len(tokens) == _FAST_TOKENS and tokens[5] == _FAST_SUFFIX:
+            self._on_fast_reply(batch, reply, tokens[3])
+        elif not batch.fast and len(tokens) == _PUBACK_TOKENS:
+            self._on_puback(batch, reply, _index(tokens[1]))
+
+    def _on_puback(self, batch: _Batch, ack: _Reply, position: int) -> None:
+        if not 0 <= position < len(batch.streams) or not batch.streams[position]:
             return
-        if ack.stream != batch.streams[position]:
-            return  # a PubAck of another stream is not this message's
+        if ack.error is not None:
+            batch.fail(PubAckError(f"the stream refused it: {_problem(ack.error)}"))
+            return
+        if ack.stream != batch.streams[position] or ack.type or ack.batch:
+            return  # a reply for another stream, or of another kind, is not its
         batch.streams[position] = ""
         batch.left -= 1
         if batch.left == 0:
             batch.done.set_result(None)
+
+    def _on_fast_reply(self, batch: _Batch, reply: _Reply, seq: str) -> None:
+        if reply.error is not None:
+            if reply.error.err_code == FAST_INGEST_DISABLED:
+                self._fast = False  # nothing of it was stored: send it PubAck-wise
+                batch.resent = True
+                self._fallback = asyncio.ensure_future(self._send_again(batch))
+                return
+            self._fast_failed = True
+            batch.fail(PubAckError(f"the stream refused it: {_problem(reply.error)}"))
+        elif reply.type == "ack":
+            return  # flow control: the commit's answer is the one that counts
+        elif reply.type:  # a gap, or one message refused: the batch is abandoned
+            self._fast_failed = True
+            batch.fail(PubAckError(f"the stream abandoned the batch ({reply.type})"))
+        elif reply.batch:
+            if reply.stream != batch.streams[0] or reply.batch != batch.token:
+                return  # not this batch's commit
+            if reply.count != len(batch.messages):
+                self._fast_failed = True
+                stored = f"{reply.count} of {len(batch.messages)}"
+                batch.fail(PubAckError(f"the batch ended after {stored} messages"))
+                return
+            batch.done.set_result(None)
+        else:  # a broker without fast ingest stored it as a plain publish
+            self._fast = False
+            self._on_puback(batch, reply, _index(seq) - 1)
+
+    async def _send_again(self, batch: _Batch) -> None:
+        """The same messages, same future, one PubAck each (a stream without
+        fast ingest stored none of the refused batch)."""
+        if self._current is not batch or batch.done.done():
+            return  # abandoned meanwhile
+        again = _Batch(secrets.token_hex(8), batch.messages, batch.done, fast=False)
+        try:
+            await self._publish(again)
+        except Exception as e:  # the awaited future carries it to the relay
+            batch.fail(e)
+
+
+def _index(token: str) -> int:
+    return int(token) if token.isascii() and token.isdigit() else -1
+
+
+def _problem(problem: _Problem) -> str:
+    return f"{problem.description} ({problem.err_code})"

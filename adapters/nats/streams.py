@@ -58,6 +58,10 @@ STREAMS = (
         subjects=[EVENTS_SUBJECTS],
         storage=StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW_S,
+        # The relay's fast-ingest batches (adapters/nats/batch_publish.py); a
+        # broker older than 2.14 ignores the setting, and the relay then takes
+        # one PubAck a message.
+        allow_batched=True,
     ),
     StreamConfig(
         name=DLQ_STREAM,

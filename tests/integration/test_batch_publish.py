@@ -10,6 +10,7 @@ from uuid import uuid4
 import attrs
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.api import DiscardPolicy, StreamConfig
 from nats.js.errors import NoStreamResponseError
 
@@ -95,3 +96,108 @@ def test_a_puback_naming_another_stream_never_counts(nats_url: str) -> None:
             await asyncio.wait_for(await publisher.send(meant_elsewhere), 1)
 
     on_a_stream(nats_url, body)
+
+
+async def replies_to(nc: Client, publisher: BatchPublisher) -> list[Msg]:
+    """Every reply the server sends the publisher's inbox, seen beside it."""
+    await publisher.send([])  # subscribes: the inbox exists from here
+    seen: list[Msg] = []
+
+    async def keep(msg: Msg) -> None:
+        seen.append(msg)
+
+    await nc.subscribe(f"{publisher._prefix}.>", cb=keep)
+    return seen
+
+
+def test_a_backlog_goes_as_one_fast_batch_and_duplicates_stay_out(
+    nats_url: str,
+) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        seen = await replies_to(nc, publisher)
+        ids = [str(uuid4()) for _ in range(300)]
+        await asyncio.wait_for(await publisher.send(messages(subject, 300, ids=ids)), 5)
+        await nc.flush()
+        # The batch's start and its commit: not one PubAck a message.
+        assert len(seen) == 2, [m.data for m in seen]
+        # Sent again with 100 new ones after them (a republish after a crash):
+        # the 300 stored are recognised, the 100 stored once, in order.
+        again = ids + [str(uuid4()) for _ in range(100)]
+        await asyncio.wait_for(
+            await publisher.send(messages(subject, 400, ids=again)), 5
+        )
+        js = nc.jetstream()
+        stream = subject.split(".", maxsplit=1)[0]
+        assert (await js.stream_info(stream)).state.messages == 400
+        stored = [await js.get_msg(stream, seq) for seq in (1, 300, 301, 400)]
+        assert [m.headers and m.headers["Nats-Msg-Id"] for m in stored] == [
+            again[0],
+            again[299],
+            again[300],
+            again[399],
+        ]
+
+    on_a_stream(nats_url, body, allow_batched=True)
+
+
+def test_a_stream_without_fast_ingest_takes_the_batch_ack_by_ack(
+    nats_url: str,
+) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        seen = await replies_to(nc, publisher)
+        # Refused whole as a fast batch, then sent again one PubAck a message.
+        await asyncio.wait_for(await publisher.send(messages(subject, 100)), 5)
+        stream = subject.split(".", maxsplit=1)[0]
+        assert (await nc.jetstream().stream_info(stream)).state.messages == 100
+        await nc.flush()
+        seen.clear()
+        await asyncio.wait_for(await publisher.send(messages(subject, 100)), 5)
+        await nc.flush()
+        assert len(seen) == 100  # the next batch goes ack by ack from the start
+        assert (await nc.jetstream().stream_info(stream)).state.messages == 200
+
+    on_a_stream(nats_url, body)
+
+
+def test_a_fast_batch_cut_short_fails_and_the_next_goes_ack_by_ack(
+    nats_url: str,
+) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        seen = await replies_to(nc, publisher)
+        with pytest.raises(PubAckError):
+            await asyncio.wait_for(await publisher.send(messages(subject, 100)), 5)
+        await nc.flush()
+        seen.clear()
+        # The retry never depends on the path that failed.
+        with pytest.raises(PubAckError, match="maximum messages"):
+            await asyncio.wait_for(await publisher.send(messages(subject, 100)), 5)
+        await nc.flush()
+        assert len(seen) >= 50  # one reply a message
+
+    on_a_stream(
+        nats_url, body, allow_batched=True, max_msgs=50, discard=DiscardPolicy.NEW
+    )
+
+
+def test_a_batch_for_two_streams_goes_ack_by_ack(nats_url: str) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        js = nc.jetstream()
+        other = f"OTHER_{uuid4().hex[:8]}"
+        await js.add_stream(
+            StreamConfig(name=other, subjects=[f"{other}.>"], allow_batched=True)
+        )
+        try:
+            publisher = BatchPublisher(nc)
+            seen = await replies_to(nc, publisher)
+            mixed = messages(subject, 40) + messages(f"{other}.x", 40)
+            await asyncio.wait_for(await publisher.send(mixed), 5)
+            await nc.flush()
+            assert len(seen) == 80
+            assert (await js.stream_info(other)).state.messages == 40
+        finally:
+            await js.delete_stream(other)
+
+    on_a_stream(nats_url, body, allow_batched=True)
