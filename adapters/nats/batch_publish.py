@@ -27,11 +27,19 @@ earlier batch, abandoned at its timeout, are recognised and dropped; so is any r
 that is not the server's answer for the stream that must store that message (a reply
 the broker sent on someone else's request, aimed here), which can therefore never
 pass for one: only the timeout, and a republish, follow.
+
+Each message goes out as the protocol's own `HPUB` frame, its header block built
+with the message (in the relay's prefetch thread) and the frames handed to the
+client's write buffer, one flush a batch: `nc.publish` validates the subject and
+every header by regular expression and schedules a flush for each message, five
+times the Python of the frame itself. The frames are Club's own messages, checked
+once where they are built.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from collections.abc import Sequence
 
@@ -40,6 +48,7 @@ import msgspec
 from nats.aio.client import NO_RESPONDERS_STATUS, Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.errors import ConnectionClosedError, ConnectionDrainingError, MaxPayloadError
 from nats.errors import Error as NatsError
 from nats.js.api import Header
 from nats.js.errors import NoStreamResponseError
@@ -53,6 +62,8 @@ _FAST_SUFFIX = "$FI"
 _OP_START, _OP_ADD, _OP_COMMIT = 0, 1, 2
 # After the inbox: `<batch>.<index>`, or `<batch>.<flow>.<gap>.<seq>.<op>.$FI`.
 _PUBACK_TOKENS, _FAST_TOKENS = 2, 6
+_SUBJECT = re.compile(r"[^\s]+")
+_HEADER_KEY = re.compile(r"[!-9;-~]+")  # printable ASCII but the colon
 
 
 @attrs.frozen
@@ -63,6 +74,20 @@ class Outgoing:
     payload: bytes
     headers: dict[str, str]
     stream: str  # the stream that must store it: a reply naming another is not its
+    head: bytes = attrs.field(init=False)  # the HPUB frame's header block
+
+    @head.default
+    def _header_block(self) -> bytes:
+        # A line break would let a value end the frame and start a command.
+        if (
+            not _SUBJECT.fullmatch(self.subject)
+            or not all(map(_HEADER_KEY.fullmatch, self.headers))
+            or any("\r" in v or "\n" in v for v in self.headers.values())
+        ):
+            msg = f"a malformed subject or header in a message for {self.subject!r}"
+            raise ValueError(msg)
+        lines = "".join(f"{key}: {value}\r\n" for key, value in self.headers.items())
+        return f"NATS/1.0\r\n{lines}\r\n".encode()
 
 
 class PubAckError(NatsError):
@@ -145,27 +170,28 @@ class BatchPublisher:
 
     async def _publish(self, batch: _Batch) -> None:
         self._current = batch
-        publish = self._nc.publish
-        if not batch.fast:
-            reply = f"{self._prefix}.{batch.token}."
-            for index, message in enumerate(batch.messages):
-                await publish(
-                    message.subject,
-                    message.payload,
-                    reply=f"{reply}{index}",
-                    headers=message.headers,
-                )
-            return
-        last = len(batch.messages)
-        reply = f"{self._prefix}.{batch.token}.{min(last, _MAX_FLOW)}.fail."
-        for seq, message in enumerate(batch.messages, 1):
-            op = _OP_ADD if 1 < seq < last else _OP_START if seq == 1 else _OP_COMMIT
-            await publish(
-                message.subject,
-                message.payload,
-                reply=f"{reply}{seq}.{op}.{_FAST_SUFFIX}",
-                headers=message.headers,
-            )
+        nc = self._nc
+        if nc.is_closed:
+            raise ConnectionClosedError
+        if nc.is_draining_pubs:
+            raise ConnectionDrainingError
+        if any(len(m.payload) > nc.max_payload for m in batch.messages):
+            raise MaxPayloadError
+        if batch.fast:
+            last = len(batch.messages)
+            head = f"{self._prefix}.{batch.token}.{min(last, _MAX_FLOW)}.fail."
+            replies = [
+                f"{head}{seq}.{_op(seq, last)}.{_FAST_SUFFIX}"
+                for seq in range(1, last + 1)
+            ]
+        else:
+            head = f"{self._prefix}.{batch.token}."
+            replies = [f"{head}{index}" for index in range(len(batch.messages))]
+        # nats-py's own write buffer: its flusher task writes what is pending.
+        write = nc._send_command  # see the module's docstring
+        for message, reply in zip(batch.messages, replies, strict=True):
+            await write(_frame(message, reply))
+        await nc._flush_pending()
 
     async def close(self) -> None:
         if self._fallback is not None:
@@ -243,6 +269,22 @@ class BatchPublisher:
             await self._publish(again)
         except Exception as e:  # the awaited future carries it to the relay
             batch.fail(e)
+
+
+def _op(seq: int, last: int) -> int:
+    return _OP_START if seq == 1 else _OP_COMMIT if seq == last else _OP_ADD
+
+
+def _frame(message: Outgoing, reply: str) -> bytes:
+    head, payload = message.head, message.payload
+    return b"HPUB %s %s %d %d\r\n%s%s\r\n" % (
+        message.subject.encode(),
+        reply.encode(),
+        len(head),
+        len(head) + len(payload),
+        head,
+        payload,
+    )
 
 
 def _index(token: str) -> int:

@@ -221,11 +221,10 @@ class Relay:
         for notification in notifications:
             try:
                 envelope = published_envelope(self._mapper, notification)
+                if envelope is not None:
+                    events.append(event_message(envelope))
             except Exception as e:  # our own stored data: dead-letter, do not stop
                 unmappable.append(Unmappable(notification, describe(e)))
-                continue
-            if envelope is not None:
-                events.append(event_message(envelope))
         dead_letters = [self._dead_letter(item) for item in unmappable]
         return Batch(after, notifications, events, unmappable, dead_letters)
 

@@ -201,3 +201,22 @@ def test_a_batch_for_two_streams_goes_ack_by_ack(nats_url: str) -> None:
             await js.delete_stream(other)
 
     on_a_stream(nats_url, body, allow_batched=True)
+
+
+@pytest.mark.parametrize(
+    ("subject", "headers"),
+    [
+        ("club.events.x", {"Club-Reason": "fine\r\nPUB club.events.forged 2\r\nhi"}),
+        ("club.events.x", {"Club-Reason": "a lone\nline feed"}),
+        ("club.events.x", {"Bad: Key": "v"}),
+        ("club.events.x x", {}),
+        ("club.events.x\r\nPUB forged 0", {}),
+        ("", {}),
+    ],
+)
+def test_a_message_that_could_end_its_frame_is_refused_where_it_is_built(
+    subject: str, headers: dict[str, str]
+) -> None:
+    """Frames go to the wire as built: no subject or header may smuggle a command."""
+    with pytest.raises(ValueError, match="malformed"):
+        Outgoing(subject, b"{}", headers, "S")
