@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from uuid import uuid4
 
@@ -22,6 +23,35 @@ async def fresh_stream(js, replicas: int = 1) -> None:
     with contextlib.suppress(NotFoundError):  # absent is fine
         await js.delete_stream(EVENTS_STREAM)
     await ensure_streams(js, replicas)
+    if replicas > 1:
+        await lead_from_another_node(js)
+
+
+async def lead_from_another_node(js) -> None:
+    """A new stream's leader lands on any node, and whether the client's node
+    leads moved a run's rate by a quarter. Every run places it the same way: on a
+    node other than the client's (its messages cross a route, as for two clients
+    in three in production), the first such by name."""
+    nc = js._nc
+    here = nc._server_info["server_name"]
+    for _ in range(20):
+        info = await js.stream_info(EVENTS_STREAM)
+        if info.cluster is None or info.cluster.leader is None:
+            await asyncio.sleep(0.2)  # not elected yet
+            continue
+        nodes = sorted(
+            {info.cluster.leader, *(r.name for r in info.cluster.replicas or [])}
+        )
+        wanted = next(n for n in nodes if n != here)
+        if info.cluster.leader == wanted:
+            return
+        await nc.request(
+            f"$JS.API.STREAM.LEADER.STEPDOWN.{EVENTS_STREAM}",
+            json.dumps({"placement": {"preferred": wanted}}).encode(),
+            timeout=5,
+        )
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"the stream's leader could not be placed off {here}")
 
 
 def relay_rate(
