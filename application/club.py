@@ -11,7 +11,6 @@ relay reads. Every use case is a method of `ClubApplication`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from uuid import UUID
 
 import attrs
@@ -35,7 +34,7 @@ from application.idempotency import (
     request_id,
 )
 from application.ids import enrollment_id_for
-from application.ports import AnswerStore, LessonTurns, StudentDirectory
+from application.ports import AnswerStore, StudentDirectory
 from application.webhook_receipt import WebhookUseCases
 from domain.enrollment import Enrollment
 from domain.errors import DomainError, EnrollmentCancelledError
@@ -87,10 +86,8 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
         *,
         students: StudentDirectory | None = None,
         answers: AnswerStore | None = None,
-        turns: LessonTurns | None = None,
     ) -> None:
         super().__init__(env, students=students, answers=answers)
-        self.turns = turns  # None: one process writes its lessons
         self._enrollments: GroupCommit[_Enroll, EnrollmentReply] = GroupCommit(
             self._enroll_group
         )
@@ -171,18 +168,16 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
         done: dict[int, EnrollmentReply | BaseException] = {}
         for attempt in range(MAX_ATTEMPTS):
             todo = [i for i in range(len(group)) if i not in done]
+            lesson = self.get_lesson(lesson_id)
+            new, answers, outcomes = self._decide_group(
+                lesson, [group[i] for i in todo]
+            )
             try:
-                with self._turn(lesson_id):  # read, decide and save in our turn
-                    lesson = self.get_lesson(lesson_id)
-                    new, answers, outcomes = self._decide_group(
-                        lesson, [group[i] for i in todo]
-                    )
-                    if new:
-                        self.save(lesson, *new, answers=answers)
-                    elif answers:
-                        stored = self._answers().record(answers)
-                        todo_group = [group[i] for i in todo]
-                        outcomes = _replayed(outcomes, todo_group, stored)
+                if new:
+                    self.save(lesson, *new, answers=answers)
+                elif answers:
+                    stored = self._answers().record(answers)
+                    outcomes = _replayed(outcomes, [group[i] for i in todo], stored)
             except IntegrityError:
                 done |= self._resolve_race([group[i] for i in todo], todo)
                 back_off(attempt)
@@ -190,9 +185,6 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
             done |= dict(zip(todo, outcomes, strict=True))
             return [done[i] for i in range(len(group))]
         raise ContentionError(f"lesson {lesson_id} is too busy, try again")
-
-    def _turn(self, lesson_id: UUID) -> AbstractContextManager[object]:
-        return nullcontext() if self.turns is None else self.turns.turn(lesson_id)
 
     def _decide_group(
         self, lesson: Lesson, group: Sequence[_Enroll]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
@@ -81,20 +80,6 @@ class AnswerStore(Protocol):
         """Store answers that come without events. Returns what is stored for each
         request: its own answer, or the first one if a racing attempt answered it."""
         ...
-
-
-# -- one lesson written from several processes ---------------------------------
-
-
-class LessonTurns(Protocol):
-    """Several API processes group-commit into one popular lesson. Each group read
-    the lesson, decided and saved; the groups of two processes met at the lesson's
-    version check and one of them did it all again. A turn is taken before the
-    read and given back after the save, so the next process reads the lesson as
-    the last one left it. A turn that cannot be had in time is gone without: the
-    version check alone still keeps the lesson right."""
-
-    def turn(self, lesson_id: UUID) -> AbstractContextManager[object]: ...
 
 
 # -- e-mail and notifications --------------------------------------------------

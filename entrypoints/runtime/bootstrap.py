@@ -36,7 +36,6 @@ from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
-from adapters.postgres.lesson_turns import AdvisoryLessonTurns
 from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.rebuild import Rebuild
 from adapters.postgres.replays import SqlReplayAudits
@@ -62,7 +61,6 @@ from entrypoints.config.catalogue import (
 )
 from entrypoints.config.container import Container
 from entrypoints.config.settings import ConfigError, Settings, exports_dir
-from entrypoints.runtime.api_workers import api_workers
 from entrypoints.runtime.console_wiring import (
     chain_counts,
     confirmed_counts,
@@ -99,12 +97,9 @@ def build(
     pool_size: int = 10,
     hold_locks_at_most: float | None = None,
     event_store_env: dict[str, str] | None = None,
-    lesson_turns: bool = False,
 ) -> Container:
     """`event_store_env` replaces the event store's settings (a test's proxied
-    connection, a benchmark's recorder); everything else follows `database_url`.
-    `lesson_turns`: this process is one of several writing the same lessons (API
-    workers), whose groups take turns per lesson (`AdvisoryLessonTurns`)."""
+    connection, a benchmark's recorder); everything else follows `database_url`."""
     engine = create_engine(
         database_url, pool_size=pool_size, hold_locks_at_most=hold_locks_at_most
     )
@@ -113,7 +108,6 @@ def build(
         env=event_store_env or eventsourcing_env(database_url),
         students=students,
         answers=SqlAnswerStore(engine),
-        turns=AdvisoryLessonTurns(engine) if lesson_turns else None,
     )
     # Only nudges: it never claims, so its lease is never used.
     deadlines = SagaDeadlines(engine, owner="nudge-only", lease=1.0)
@@ -351,8 +345,7 @@ def container_options(settings: Settings, role: Role) -> dict[str, Any]:
     if role.kind == "relay":
         return {"pool_size": 2, "hold_locks_at_most": settings.relay_lease_seconds / 2}
     if role.kind == "api":
-        # One process alone needs no turns: its group commit already serialises.
-        return {"pool_size": 20, "lesson_turns": api_workers(os.environ) > 1}
+        return {"pool_size": 20}
     if role.kind == "saga":
         return {"pool_size": 4}
     if role.kind == "worker" and role.name in WORK_CLASSES:
