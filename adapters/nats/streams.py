@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -58,9 +58,10 @@ STREAMS = (
         subjects=[EVENTS_SUBJECTS],
         storage=StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW_S,
-        # The relay's fast-ingest batches (adapters/nats/batch_publish.py); a
-        # broker older than 2.14 ignores the setting, and the relay then takes
-        # one PubAck a message.
+        # The relay's fast-ingest batches (adapters/nats/batch_publish.py). A
+        # broker older than 2.14 ignores the setting (2.9) or refuses the field
+        # (2.12, 2.13: the stream is then made without it); either way the
+        # relay takes one PubAck a message.
         allow_batched=True,
     ),
     StreamConfig(
@@ -180,16 +181,30 @@ async def ensure_streams(
         try:
             info = await js.stream_info(name)
         except NotFoundError:
-            await _refused_as_config(
-                js.add_stream(_configured(config, wanted or 1, max_age))
-            )
+            wanted_config = _configured(config, wanted or 1, max_age)
+            await _without_fields_unknown_to_the_broker(js.add_stream, wanted_config)
         else:
             kept = info.config.num_replicas or 1
-            await _refused_as_config(
-                js.update_stream(
-                    _configured(config, wanted or kept, max_age or info.config.max_age)
-                )
+            wanted_config = _configured(
+                config, wanted or kept, max_age or info.config.max_age
             )
+            await _without_fields_unknown_to_the_broker(js.update_stream, wanted_config)
+
+
+async def _without_fields_unknown_to_the_broker(
+    request: Callable[[StreamConfig], Awaitable[object]], config: StreamConfig
+) -> None:
+    """NATS 2.12 and 2.13 refuse a field they do not know (`allow_batched`, new
+    in 2.14): the stream is made without it rather than not at all."""
+    try:
+        await _refused_as_config(request(config))
+    except APIError as e:
+        if not config.allow_batched or "allow_batched" not in str(e.description):
+            raise
+        log.warning("nats.fast_ingest_unsupported", stream=config.name)
+        await _refused_as_config(
+            request(dataclasses.replace(config, allow_batched=None))
+        )
 
 
 async def _refused_as_config(request: Awaitable[object]) -> None:
