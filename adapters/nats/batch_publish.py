@@ -13,20 +13,22 @@ inbox (the only one its broker user may read), on one subscription, two ways:
   once at the commit (`{"batch": …, "count": N}`: all N stored, or deduplicated by
   `Nats-Msg-Id`, with no gap — a gap abandons the batch). A stream without the
   setting refuses the batch whole (10205): it is sent again the per-message way, and
-  so is every later batch. A broker older than 2.14 stores each message and answers
-  each with a plain PubAck, which is counted as below.
+  so is every later batch for that stream. A broker older than 2.14 stores each
+  message and answers each with a plain PubAck, which is counted as below.
 - **One PubAck a message** (`<inbox>.<batch>.<index>`): small batches, batches for
   several streams (dead letters beside events), and streams without fast ingest.
 
 An error, a "no responders" status (no stream holds the subject: nats-py's
 `NoStreamResponseError`) or a batch the server abandons fails the batch: the caller
 republishes it from its position, and the stream's `Nats-Msg-Id` window keeps what was
-stored already from being stored again; the batch after a failed fast one goes the
-per-message way, so a retry never depends on the path that failed. Replies of an
-earlier batch, abandoned at its timeout, are recognised and dropped; so is any reply
-that is not the server's answer for the stream that must store that message (a reply
-the broker sent on someone else's request, aimed here), which can therefore never
-pass for one: only the timeout, and a republish, follow.
+stored already from being stored again; the batch after a fast one that did not
+complete (failed, or abandoned at its timeout) goes the per-message way, so a retry
+never depends on the path that failed. While the client reconnects nothing is
+written: its buffer would grow with every retry, so the batch fails at once.
+Replies of an earlier batch, abandoned at its timeout, are recognised and dropped;
+so is any reply that is not the server's answer for the stream that must store that
+message (a reply the broker sent on someone else's request, aimed here), which can
+therefore never pass for one: only the timeout, and a republish, follow.
 
 Each message goes out as the protocol's own `HPUB` frame, its header block built
 with the message (in the relay's prefetch thread) and the frames handed to the
@@ -48,7 +50,12 @@ import msgspec
 from nats.aio.client import NO_RESPONDERS_STATUS, Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
-from nats.errors import ConnectionClosedError, ConnectionDrainingError, MaxPayloadError
+from nats.errors import (
+    ConnectionClosedError,
+    ConnectionDrainingError,
+    ConnectionReconnectingError,
+    MaxPayloadError,
+)
 from nats.errors import Error as NatsError
 from nats.js.api import Header
 from nats.js.errors import NoStreamResponseError
@@ -62,7 +69,7 @@ _FAST_SUFFIX = "$FI"
 _OP_START, _OP_ADD, _OP_COMMIT = 0, 1, 2
 # After the inbox: `<batch>.<index>`, or `<batch>.<flow>.<gap>.<seq>.<op>.$FI`.
 _PUBACK_TOKENS, _FAST_TOKENS = 2, 6
-_SUBJECT = re.compile(r"[^\s]+")
+_SUBJECT = re.compile(r"[!-~]+")  # printable ASCII: one token of the frame
 _HEADER_KEY = re.compile(r"[!-9;-~]+")  # printable ASCII but the colon
 
 
@@ -138,8 +145,9 @@ class BatchPublisher:
         self._prefix = ""
         self._subscription: Subscription | None = None
         self._current: _Batch | None = None
-        self._fast = True  # until a stream or the broker says otherwise
-        self._fast_failed = False  # the next batch goes the per-message way
+        # Streams that refused a fast batch (or a broker that stored one as plain
+        # publishes): their batches go the per-message way from then on.
+        self._per_message: set[str] = set()
         self._fallback: asyncio.Task[None] | None = None
 
     async def send(self, messages: Sequence[Outgoing]) -> asyncio.Future[None]:
@@ -151,13 +159,13 @@ class BatchPublisher:
                 f"{self._prefix}.>", cb=self._on_reply
             )
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        streams = {m.stream for m in messages}
         fast = (
-            self._fast
-            and not self._fast_failed
-            and len(messages) >= FAST_INGEST_MIN
-            and len({m.stream for m in messages}) == 1
+            len(messages) >= FAST_INGEST_MIN
+            and len(streams) == 1
+            and not streams & self._per_message
+            and not _fast_unfinished(self._current)
         )
-        self._fast_failed = False
         batch = _Batch(secrets.token_hex(8), messages, done, fast)
         if not messages:
             done.set_result(None)
@@ -175,7 +183,9 @@ class BatchPublisher:
             raise ConnectionClosedError
         if nc.is_draining_pubs:
             raise ConnectionDrainingError
-        if any(len(m.payload) > nc.max_payload for m in batch.messages):
+        if not nc.is_connected:
+            raise ConnectionReconnectingError
+        if any(len(m.head) + len(m.payload) > nc.max_payload for m in batch.messages):
             raise MaxPayloadError
         if batch.fast:
             last = len(batch.messages)
@@ -235,28 +245,26 @@ class BatchPublisher:
     def _on_fast_reply(self, batch: _Batch, reply: _Reply, seq: str) -> None:
         if reply.error is not None:
             if reply.error.err_code == FAST_INGEST_DISABLED:
-                self._fast = False  # nothing of it was stored: send it PubAck-wise
+                # Nothing of it was stored: send it PubAck-wise.
+                self._per_message.add(batch.messages[0].stream)
                 batch.resent = True
                 self._fallback = asyncio.ensure_future(self._send_again(batch))
                 return
-            self._fast_failed = True
             batch.fail(PubAckError(f"the stream refused it: {_problem(reply.error)}"))
         elif reply.type == "ack":
             return  # flow control: the commit's answer is the one that counts
         elif reply.type:  # a gap, or one message refused: the batch is abandoned
-            self._fast_failed = True
             batch.fail(PubAckError(f"the stream abandoned the batch ({reply.type})"))
         elif reply.batch:
             if reply.stream != batch.streams[0] or reply.batch != batch.token:
                 return  # not this batch's commit
             if reply.count != len(batch.messages):
-                self._fast_failed = True
                 stored = f"{reply.count} of {len(batch.messages)}"
                 batch.fail(PubAckError(f"the batch ended after {stored} messages"))
                 return
             batch.done.set_result(None)
         else:  # a broker without fast ingest stored it as a plain publish
-            self._fast = False
+            self._per_message.add(batch.messages[0].stream)
             self._on_puback(batch, reply, _index(seq) - 1)
 
     async def _send_again(self, batch: _Batch) -> None:
@@ -269,6 +277,14 @@ class BatchPublisher:
             await self._publish(again)
         except Exception as e:  # the awaited future carries it to the relay
             batch.fail(e)
+
+
+def _fast_unfinished(batch: _Batch | None) -> bool:
+    """A fast batch that failed, or was abandoned (cancelled at its timeout)."""
+    if batch is None or not batch.fast:
+        return False
+    done = batch.done
+    return not done.done() or done.cancelled() or done.exception() is not None
 
 
 def _op(seq: int, last: int) -> int:

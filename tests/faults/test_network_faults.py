@@ -144,6 +144,10 @@ def test_a_lost_puback_is_republished_and_deduplicated(container, migrated) -> N
             assert relay.position < container.app.recorder.max_notification_id()
             proxy.set()
             proxy.reset()  # the client reconnects on a clean stream
+            # Meanwhile the relay's batches are refused, not buffered (its loop
+            # backs off): publish once the client is back.
+            while not (nc.is_connected and nc.stats["reconnects"] >= 1):
+                await asyncio.sleep(0.05)
             await relay_all(relay)
             await nc.close()
 

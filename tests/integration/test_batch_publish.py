@@ -5,26 +5,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 from uuid import uuid4
 
 import attrs
 import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.errors import ConnectionReconnectingError, MaxPayloadError
 from nats.js.api import DiscardPolicy, StreamConfig
 from nats.js.errors import NoStreamResponseError
 
+from adapters.embedded.process import free_port
 from adapters.nats.batch_publish import BatchPublisher, Outgoing, PubAckError
 from adapters.nats.streams import connect
+from tests.proxy import Proxy
 
 
 def on_a_stream(
-    nats_url: str, body: Callable[[Client, str], Awaitable[None]], **config: object
+    nats_url: str,
+    body: Callable[[Client, str], Awaitable[None]],
+    *,
+    via: str | None = None,
+    **config: object,
 ) -> None:
-    """`body(nc, subject)` with a stream of its own taking `subject`."""
+    """`body(nc, subject)` with a stream of its own taking `subject`; the client
+    connects `via` another URL (a proxy) when given."""
 
     async def main() -> None:
-        nc = await connect(nats_url, name="batch-test")
+        nc = await connect(via or nats_url, name="batch-test")
         js = nc.jetstream()
         name = f"BATCH_{uuid4().hex[:8]}"
         await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"], **config))
@@ -211,6 +220,8 @@ def test_a_batch_for_two_streams_goes_ack_by_ack(nats_url: str) -> None:
         ("club.events.x", {"Bad: Key": "v"}),
         ("club.events.x x", {}),
         ("club.events.x\r\nPUB forged 0", {}),
+        ("club.events.x\u00a0PUB", {}),
+        ("club.events.é", {}),
         ("", {}),
     ],
 )
@@ -220,3 +231,98 @@ def test_a_message_that_could_end_its_frame_is_refused_where_it_is_built(
     """Frames go to the wire as built: no subject or header may smuggle a command."""
     with pytest.raises(ValueError, match="malformed"):
         Outgoing(subject, b"{}", headers, "S")
+
+
+def test_a_fast_batch_abandoned_at_its_timeout_makes_the_next_go_ack_by_ack(
+    nats_url: str,
+) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        seen = await replies_to(nc, publisher)
+        # What `wait_for` does at the relay's PubAck timeout: cancel the future.
+        (await publisher.send(messages(subject, 100))).cancel()
+        await nc.flush()
+        await asyncio.sleep(0.2)  # its start and commit replies, dropped
+        seen.clear()
+        await asyncio.wait_for(await publisher.send(messages(subject, 100)), 5)
+        await nc.flush()
+        assert len(seen) == 100  # one PubAck a message: not the path that timed out
+        # And the one after a completed batch goes fast again.
+        seen.clear()
+        await asyncio.wait_for(await publisher.send(messages(subject, 100)), 5)
+        await nc.flush()
+        assert len(seen) == 2
+
+    on_a_stream(nats_url, body, allow_batched=True)
+
+
+def test_a_stream_without_fast_ingest_leaves_the_others_fast(nats_url: str) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        js = nc.jetstream()
+        fast = f"FAST_{uuid4().hex[:8]}"
+        await js.add_stream(
+            StreamConfig(name=fast, subjects=[f"{fast}.>"], allow_batched=True)
+        )
+        try:
+            publisher = BatchPublisher(nc)
+            seen = await replies_to(nc, publisher)
+            await asyncio.wait_for(await publisher.send(messages(subject, 50)), 5)
+            await nc.flush()
+            seen.clear()
+            await asyncio.wait_for(await publisher.send(messages(f"{fast}.x", 50)), 5)
+            await nc.flush()
+            assert len(seen) == 2  # start and commit: still a fast batch
+            assert (await js.stream_info(fast)).state.messages == 50
+        finally:
+            await js.delete_stream(fast)
+
+    on_a_stream(nats_url, body)  # this one without allow_batched
+
+
+def test_a_message_over_max_payload_with_its_headers_is_refused(
+    nats_url: str,
+) -> None:
+    async def body(nc: Client, subject: str) -> None:
+        publisher = BatchPublisher(nc)
+        [small] = messages(subject, 1)
+        # The payload alone fits; with its header block the frame would not.
+        payload = b"x" * (nc.max_payload - len(small.head) + 1)
+        with pytest.raises(MaxPayloadError):
+            await publisher.send([attrs.evolve(small, payload=payload)])
+        fits = payload[:-1]
+        await asyncio.wait_for(
+            await publisher.send([attrs.evolve(small, payload=fits)]), 5
+        )
+
+    on_a_stream(nats_url, body, max_msg_size=-1)
+
+
+def test_nothing_is_buffered_while_the_client_reconnects(nats_url: str) -> None:
+    """A relay retrying through a broker outage would otherwise grow the client's
+    write buffer with every attempt and flood the broker when it is back."""
+    server = urlsplit(nats_url)
+    assert server.port is not None
+    with Proxy(server.port) as proxy:
+        via = nats_url.replace(
+            f"{server.hostname}:{server.port}", f"127.0.0.1:{proxy.port}"
+        )
+
+        async def body(nc: Client, subject: str) -> None:
+            publisher = BatchPublisher(nc)
+            await asyncio.wait_for(await publisher.send(messages(subject, 3)), 5)
+            broker = proxy.target
+            proxy.target = ("127.0.0.1", free_port())  # nothing listens there
+            proxy.reset()
+            while nc.is_connected:
+                await asyncio.sleep(0.01)
+            for _ in range(3):  # the relay's retries, each refused at once
+                with pytest.raises(ConnectionReconnectingError):
+                    await publisher.send(messages(subject, 40))
+            proxy.target = broker
+            while not nc.is_connected:
+                await asyncio.sleep(0.05)
+            await nc.flush()
+            stream = subject.split(".", maxsplit=1)[0]
+            assert (await nc.jetstream().stream_info(stream)).state.messages == 3
+
+        on_a_stream(nats_url, body, via=via)
