@@ -23,19 +23,17 @@ An error, a "no responders" status (no stream holds the subject: nats-py's
 republishes it from its position, and the stream's `Nats-Msg-Id` window keeps what was
 stored already from being stored again; the batch after a fast one that did not
 complete (failed, or abandoned at its timeout) goes the per-message way, so a retry
-never depends on the path that failed. While the client reconnects nothing is
-written: its buffer would grow with every retry, so the batch fails at once.
+never depends on the path that failed. While the client reconnects the batch fails
+at once: nothing is written.
 Replies of an earlier batch, abandoned at its timeout, are recognised and dropped;
 so is any reply that is not the server's answer for the stream that must store that
 message (a reply the broker sent on someone else's request, aimed here), which can
 therefore never pass for one: only the timeout, and a republish, follow.
 
 Each message goes out as the protocol's own `HPUB` frame, its header block built
-with the message (in the relay's prefetch thread) and the frames handed to the
-client's write buffer, one flush a batch: `nc.publish` validates the subject and
-every header by regular expression and schedules a flush for each message, five
-times the Python of the frame itself. The frames are Club's own messages, checked
-once where they are built.
+and checked with the message (in the relay's prefetch thread), the batch written
+with one flush (adapters/nats/frames.py: `nc.publish` costs five times the Python
+of the frame itself).
 """
 
 from __future__ import annotations
@@ -50,15 +48,12 @@ import msgspec
 from nats.aio.client import NO_RESPONDERS_STATUS, Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
-from nats.errors import (
-    ConnectionClosedError,
-    ConnectionDrainingError,
-    ConnectionReconnectingError,
-    MaxPayloadError,
-)
 from nats.errors import Error as NatsError
+from nats.errors import MaxPayloadError
 from nats.js.api import Header
 from nats.js.errors import NoStreamResponseError
+
+from adapters.nats.frames import SUBJECT, check_writable, write
 
 # Below this a batch takes one PubAck a message: the latency path (a few events a
 # batch) stays the simplest, and fast ingest's per-batch state pays off on backlogs.
@@ -69,7 +64,6 @@ _FAST_SUFFIX = "$FI"
 _OP_START, _OP_ADD, _OP_COMMIT = 0, 1, 2
 # After the inbox: `<batch>.<index>`, or `<batch>.<flow>.<gap>.<seq>.<op>.$FI`.
 _PUBACK_TOKENS, _FAST_TOKENS = 2, 6
-_SUBJECT = re.compile(r"[!-~]+")  # printable ASCII: one token of the frame
 _HEADER_KEY = re.compile(r"[!-9;-~]+")  # printable ASCII but the colon
 
 
@@ -87,7 +81,7 @@ class Outgoing:
     def _header_block(self) -> bytes:
         # A line break would let a value end the frame and start a command.
         if (
-            not _SUBJECT.fullmatch(self.subject)
+            not SUBJECT.fullmatch(self.subject)
             or not all(map(_HEADER_KEY.fullmatch, self.headers))
             or any("\r" in v or "\n" in v for v in self.headers.values())
         ):
@@ -179,12 +173,7 @@ class BatchPublisher:
     async def _publish(self, batch: _Batch) -> None:
         self._current = batch
         nc = self._nc
-        if nc.is_closed:
-            raise ConnectionClosedError
-        if nc.is_draining_pubs:
-            raise ConnectionDrainingError
-        if not nc.is_connected:
-            raise ConnectionReconnectingError
+        check_writable(nc)
         if any(len(m.head) + len(m.payload) > nc.max_payload for m in batch.messages):
             raise MaxPayloadError
         if batch.fast:
@@ -197,11 +186,8 @@ class BatchPublisher:
         else:
             head = f"{self._prefix}.{batch.token}."
             replies = [f"{head}{index}" for index in range(len(batch.messages))]
-        # nats-py's own write buffer: its flusher task writes what is pending.
-        write = nc._send_command  # see the module's docstring
-        for message, reply in zip(batch.messages, replies, strict=True):
-            await write(_frame(message, reply))
-        await nc._flush_pending()
+        frames = zip(batch.messages, replies, strict=True)
+        await write(nc, (_frame(message, reply) for message, reply in frames))
 
     async def close(self) -> None:
         if self._fallback is not None:

@@ -49,6 +49,7 @@ from adapters.metrics import (
 from adapters.nats.dead_letters import Owner, Unreadable
 from adapters.nats.delivery import DeliveryRuntime, decode
 from adapters.nats.dlq import ensure_replay_consumer, replay_durable
+from adapters.nats.frames import ack_all
 from adapters.nats.streams import (
     ACK_WAIT_S,
     EVENTS_STREAM,
@@ -219,13 +220,11 @@ class ConsumerRunner:
             await self._delivery.give_up(outcome.dead, name_events=True)
         for retry in outcome.retrying:
             await retry.msg.nak(delay=self._delivery.retry_delay(retry.msg))
-        for msg in msgs:
-            if id(msg) not in unsettled:
-                await self._acknowledge(msg)
+        await self._acknowledge([msg for msg in msgs if id(msg) not in unsettled])
         return outcome
 
-    async def _acknowledge(self, msg: Msg) -> None:
-        await msg.ack()
+    async def _acknowledge(self, msgs: list[Msg]) -> None:
+        await ack_all(msgs)
 
     def _commit(
         self, batch: list[Incoming], dead_seqs: list[int], *, moves_position: bool

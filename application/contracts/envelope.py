@@ -36,6 +36,9 @@ class Envelope:
     occurred_at: datetime
     _data: dict[str, Any] | None = None  # given as data=...
     published: PublishedContract | None = attrs.field(default=None, repr=False)
+    # The event `decode` read from it, kept: a consumer reads each message twice
+    # (its meaning digest, then its projection). Never copied by `attrs.evolve`.
+    _decoded: Any = attrs.field(default=None, init=False, repr=False)
 
     @property
     def subject(self) -> str:
@@ -48,6 +51,13 @@ class Envelope:
         if self.published is None:
             raise MalformedEnvelopeError("an envelope needs data or a published event")
         return self.published.to_data()
+
+    def remembered(self) -> Any:
+        """What `decode` read from this envelope before, or None."""
+        return self._decoded
+
+    def remember(self, event: Any) -> None:
+        object.__setattr__(self, "_decoded", event)  # a cache, not a field's value
 
     __hash__ = None  # type: ignore[assignment]  # it holds a dict, as it always did
 

@@ -165,18 +165,22 @@ def decode(envelope: Envelope) -> CurrentEvent:
     published = envelope.published
     if published is not None and _reads_back_as_itself(envelope, published):
         return cast("CurrentEvent", published)  # what reading its data back gives
+    if (event := envelope.remembered()) is not None:
+        return cast("CurrentEvent", event)
     read = READERS.get((envelope.type, envelope.schema_version))
     if read is None:
         msg = f"no reader for {envelope.type} v{envelope.schema_version}"
         raise UnknownSchemaError(msg)
     try:
-        return read(envelope.data)
+        event = read(envelope.data)
     except Exception as e:
         msg = (
             f"{envelope.type} v{envelope.schema_version} data is malformed: "
             f"{type(e).__name__}: {e}"
         )
         raise MalformedEnvelopeError(msg) from e
+    envelope.remember(event)
+    return event
 
 
 # Each current version's fields, and the exact types its reader accepts in them.

@@ -157,13 +157,13 @@ def test_a_lost_puback_is_republished_and_deduplicated(container, migrated) -> N
 
 
 class LoseAcks(ConsumerRunner):
-    """The first ack after the commit switches the client's outbound path off."""
+    """The acks after the commit go nowhere: the client's outbound path is off."""
 
     proxy: Proxy
 
-    async def _acknowledge(self, msg) -> None:
+    async def _acknowledge(self, msgs) -> None:
         self.proxy.set(up="blackhole")
-        await super()._acknowledge(msg)
+        await super()._acknowledge(msgs)
 
 
 def test_a_lost_ack_is_redelivered_and_absorbed_by_the_inbox(

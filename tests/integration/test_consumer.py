@@ -27,7 +27,7 @@ from tests.integration.helpers import (
 class CrashBeforeAck(ConsumerRunner):
     """Commits like the real runner, then 'dies' before acking."""
 
-    async def _acknowledge(self, msg) -> None:
+    async def _acknowledge(self, msgs) -> None:
         return None
 
 
