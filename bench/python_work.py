@@ -1,9 +1,11 @@
-"""CPU time per event of the relay and the rebuild, code before a change against after.
+"""CPU time per event of the relay, the projection catch-up and the rebuild, code
+before a change against after.
 
 `python -m bench.python_work TREE [TREE ...]` starts one PostgreSQL and one NATS
 server (the server's default sync, where the relay's Python work is the whole gap),
 fills the event store with a backlog as `make bench` does, then measures the relay
-(publish the whole outbox to a fresh stream) and the rebuild of `statistics` with the
+(publish the whole outbox to a fresh stream), the catch-up of `statistics`'s runner
+over that stream (a fresh durable) and the rebuild of `statistics` with the
 code of each TREE (a checkout or `git archive` of a commit), round-robin, ROUNDS
 rounds. Each measurement is its own process (`bench/python_work_child.py`), so the
 trees never share imports.
@@ -14,7 +16,8 @@ rates by ±50% but do not count in this process's CPU time. Wall rates are print
 beside, for shape only.
 
 Environment: CLUB_WORK_NOTIFICATIONS (default 40,000: ~20,000 published events),
-CLUB_WORK_ROUNDS (default 3), CLUB_WORK_PROFILE=1 records each measurement with
+CLUB_WORK_ROUNDS (default 3), CLUB_WORK_WHAT (default relay,catchup,rebuild; the
+catch-up needs the relay before it), CLUB_WORK_PROFILE=1 records each measurement with
 py-spy into the scratch directory (its path is printed). `--stages` measures only
 the Python steps per published event (map, to_json, decode, meaning digest) on the
 in-memory workload of bench/codecs.py, no servers.
@@ -38,6 +41,8 @@ from entrypoints.runtime import bootstrap
 NOTIFICATIONS = int(os.environ.get("CLUB_WORK_NOTIFICATIONS", "40000"))
 ROUNDS = int(os.environ.get("CLUB_WORK_ROUNDS", "3"))
 PROFILE = os.environ.get("CLUB_WORK_PROFILE") == "1"
+# The catch-up reads the stream the relay before it published.
+WHAT = os.environ.get("CLUB_WORK_WHAT", "relay,catchup,rebuild").split(",")
 CHILD = Path(__file__).with_name("python_work_child.py")
 PY_SPY = Path(sys.executable).with_name("py-spy")
 
@@ -90,7 +95,7 @@ def main(trees: list[Path]) -> None:
             container.close()
             results: dict[str, dict[str, list[float]]] = {}
             for round_ in range(ROUNDS):
-                for what in ("relay", "rebuild"):
+                for what in WHAT:
                     for i, tree in enumerate(trees):
                         tag = f"{i}-{tree.name}-r{round_}"
                         got = measure(

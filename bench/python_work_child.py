@@ -1,9 +1,10 @@
 """One measurement of `bench.python_work`, run in whichever code tree PYTHONPATH names.
 
-`python bench/python_work_child.py relay|rebuild DATABASE_URL NATS_URL` prints one
-JSON line: the events done, the wall seconds and the CPU seconds of this process (all
-its threads: the relay's read thread too). Only the roles' own entry points are used,
-so the same file measures the code before a change and after it.
+`python bench/python_work_child.py WHAT DATABASE_URL NATS_URL` (WHAT: relay, catchup,
+rebuild or stages) prints one JSON line: the events done, the wall seconds and the
+CPU seconds of this process (all its threads: the relay's read thread too). Only the
+roles' own entry points are used, so the same file measures the code before a change
+and after it.
 """
 
 from __future__ import annotations
@@ -77,6 +78,31 @@ def rebuild(database_url: str, _: str) -> dict[str, float]:
         container.close()
 
 
+def catchup(database_url: str, nats_url: str) -> dict[str, float]:
+    """`club projector statistics`'s runner over the stream the relay published,
+    from a fresh durable (bench/projection.py)."""
+    from adapters.nats.streams import EVENTS_STREAM, connect  # noqa: PLC0415
+    from bench.projection import club_catchup_rate  # noqa: PLC0415
+    from entrypoints.runtime import bootstrap  # noqa: PLC0415
+
+    async def stored() -> int:
+        nc = await connect(nats_url, name="python-work-catchup")
+        messages = (await nc.jetstream().stream_info(EVENTS_STREAM)).state.messages
+        await nc.close()
+        return int(messages)
+
+    events = asyncio.run(stored())
+    container = bootstrap.build(database_url, pool_size=5)
+    try:
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        club_catchup_rate(container.engine, nats_url)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        return {"events": events, "wall": wall, "cpu": cpu}
+    finally:
+        container.close()
+
+
 def stages(_: str, __: str) -> dict[str, float]:
     """The relay's and the rebuild's Python steps per published event, in-process
     (no servers): CPU µs per event, the collector paused, best of 3 passes."""
@@ -108,5 +134,10 @@ def stages(_: str, __: str) -> dict[str, float]:
 
 if __name__ == "__main__":
     what, database_url, nats_url = sys.argv[1:4]
-    measure = {"relay": relay, "rebuild": rebuild, "stages": stages}[what]
+    measure = {
+        "relay": relay,
+        "catchup": catchup,
+        "rebuild": rebuild,
+        "stages": stages,
+    }[what]
     print(json.dumps(measure(database_url, nats_url)))
