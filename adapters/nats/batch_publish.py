@@ -24,11 +24,11 @@ republishes it from its position, and the stream's `Nats-Msg-Id` window keeps wh
 stored already from being stored again; the batch after a fast one that did not
 complete (failed, or abandoned at its timeout) goes the per-message way, so a retry
 never depends on the path that failed. While the client reconnects the batch fails
-at once: nothing is written.
-Replies of an earlier batch, abandoned at its timeout, are recognised and dropped;
-so is any reply that is not the server's answer for the stream that must store that
-message (a reply the broker sent on someone else's request, aimed here), which can
-therefore never pass for one: only the timeout, and a republish, follow.
+at once: nothing is written. Replies of an earlier batch, abandoned at its timeout,
+are recognised and dropped; so is any reply that is not the server's answer for the
+stream that must store that message (a reply the broker sent on someone else's
+request, aimed here), which can therefore never pass for one: only the timeout, and
+a republish, follow.
 
 Each message goes out as the protocol's own `HPUB` frame, its header block built
 and checked with the message (in the relay's prefetch thread), the batch written

@@ -13,6 +13,7 @@ import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import ConnectionReconnectingError, MaxPayloadError
+from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, StreamConfig
 from nats.js.errors import NoStreamResponseError
 
@@ -45,6 +46,15 @@ def on_a_stream(
             await nc.close()
 
     asyncio.run(main())
+
+
+async def fast_stream(js: JetStreamContext, prefix: str) -> str:
+    """A second stream, with fast ingest, beside the test's own; its name."""
+    name = f"{prefix}_{uuid4().hex[:8]}"
+    await js.add_stream(
+        StreamConfig(name=name, subjects=[f"{name}.>"], allow_batched=True)
+    )
+    return name
 
 
 def messages(
@@ -194,10 +204,7 @@ def test_a_fast_batch_cut_short_fails_and_the_next_goes_ack_by_ack(
 def test_a_batch_for_two_streams_goes_ack_by_ack(nats_url: str) -> None:
     async def body(nc: Client, subject: str) -> None:
         js = nc.jetstream()
-        other = f"OTHER_{uuid4().hex[:8]}"
-        await js.add_stream(
-            StreamConfig(name=other, subjects=[f"{other}.>"], allow_batched=True)
-        )
+        other = await fast_stream(js, "OTHER")
         try:
             publisher = BatchPublisher(nc)
             seen = await replies_to(nc, publisher)
@@ -259,10 +266,7 @@ def test_a_fast_batch_abandoned_at_its_timeout_makes_the_next_go_ack_by_ack(
 def test_a_stream_without_fast_ingest_leaves_the_others_fast(nats_url: str) -> None:
     async def body(nc: Client, subject: str) -> None:
         js = nc.jetstream()
-        fast = f"FAST_{uuid4().hex[:8]}"
-        await js.add_stream(
-            StreamConfig(name=fast, subjects=[f"{fast}.>"], allow_batched=True)
-        )
+        fast = await fast_stream(js, "FAST")
         try:
             publisher = BatchPublisher(nc)
             seen = await replies_to(nc, publisher)
