@@ -37,7 +37,7 @@ from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
 from adapters.nats.batch_publish import BatchPublisher, Outgoing
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, dead_letter_subject
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
-from adapters.postgres.recorder import select_notifications_of
+from adapters.postgres.recorder import select_stretch_of
 from adapters.reasons import describe, one_line
 from adapters.transient import TRANSIENT, Backoff
 from application.contracts.envelope import Envelope
@@ -68,6 +68,7 @@ class Batch:
     events: list[Outgoing]  # the published events, in order
     unmappable: list[Unmappable] = attrs.Factory(list)
     dead_letters: list[Outgoing] = attrs.Factory(list)  # one for each unmappable
+    at_end: bool = False  # the log ended with it when it was read
 
 
 class Relay:
@@ -105,6 +106,10 @@ class Relay:
         self._next: asyncio.Future[Batch] | None = None  # the prefetched batch
         self.epoch: int | None = None  # None: not the owner
         self.position = 0
+        # The last batch reached the log's end: the loop waits for a NOTIFY (or
+        # the poll) instead of reading nothing. `_woken` is cleared as each read
+        # is sent, so news heard since it began still wakes the loop at once.
+        self.caught_up = False
 
     async def run(self, stop: asyncio.Event) -> None:
         listener = asyncio.create_task(self._listen(stop))
@@ -127,7 +132,7 @@ class Relay:
                     await backoff.wait()
                     continue
                 backoff.reset()
-                if not published:
+                if not published or self.caught_up:
                     await self._wait(stop, self._idle_poll, self._woken)
         finally:
             self.forget_prefetched()
@@ -161,10 +166,10 @@ class Relay:
             return 0
         epoch = self.epoch
         assert epoch is not None  # noqa: S101 - try_acquire just set it
-        self._woken.clear()
         if time.monotonic() - self._renewed_at > self._renew_every:
             self.position = await asyncio.to_thread(self.lease.renew, epoch)
             self._renewed_at = time.monotonic()
+        self.caught_up = False
         batch = await self._take_batch()
         if not batch.notifications:
             return 0
@@ -173,7 +178,9 @@ class Relay:
             first_notification_id=batch.notifications[0].id,
             last_notification_id=batch.notifications[-1].id,
         ):
-            return await self._publish(epoch, batch)
+            published = await self._publish(epoch, batch)
+        self.caught_up = batch.at_end
+        return published
 
     async def _publish(self, epoch: int, batch: Batch) -> int:
         crash_point("relay.after_read")
@@ -181,7 +188,8 @@ class Relay:
         stored = await self._publisher.send(batch.events + batch.dead_letters)
         crash_point("relay.after_publish")
         new_position = batch.notifications[-1].id
-        self._prefetch(new_position)  # read and map the next batch while acks arrive
+        if not batch.at_end:  # at the end, a read now would find nothing
+            self._prefetch(new_position)  # read and map the next while acks arrive
         await self._await_acks(stored)
         EVENTS_PUBLISHED.inc(len(batch.events))
         crash_point("relay.after_puback")
@@ -204,18 +212,21 @@ class Relay:
             # Empty is stale: what committed since would wait for the next NOTIFY.
             if batch.after == self.position and batch.notifications:
                 return batch
+        self._woken.clear()  # a commit the read misses sends its NOTIFY after this
         return await asyncio.to_thread(self._read, self.position)
 
     def _prefetch(self, after: int) -> None:
+        self._woken.clear()  # as in `_take_batch`: news from here on is news
         self._next = asyncio.ensure_future(asyncio.to_thread(self._read, after))
 
     def _read(self, after: int) -> Batch:
         # Ids have gaps (a failed insert uses one up): resume after the last id
         # seen, never wait for the next number.
         # Only published rows (and the stretch's last): the server skips the rest.
-        notifications = select_notifications_of(
+        stretch = select_stretch_of(
             self._recorder, PUBLISHED_TOPICS, after=after, limit=self._batch_size
         )
+        notifications = stretch.notifications
         events: list[Outgoing] = []
         unmappable: list[Unmappable] = []
         for notification in notifications:
@@ -226,7 +237,14 @@ class Relay:
             except Exception as e:  # our own stored data: dead-letter, do not stop
                 unmappable.append(Unmappable(notification, describe(e)))
         dead_letters = [self._dead_letter(item) for item in unmappable]
-        return Batch(after, notifications, events, unmappable, dead_letters)
+        return Batch(
+            after,
+            notifications,
+            events,
+            unmappable,
+            dead_letters,
+            at_end=stretch.at_end,
+        )
 
     def _dead_letter(self, item: Unmappable) -> Outgoing:
         """`club.dlq.relay`: the stored event as it is, why, and how to recover."""
@@ -284,6 +302,7 @@ class Relay:
                     self._listen_dsn, autocommit=True, connect_timeout=5
                 ) as conn:
                     await conn.execute(f'LISTEN "{self._channel}"')
+                    self._woken.set()  # what committed before LISTEN sent us no news
                     async for _ in conn.notifies():
                         self._woken.set()
             except psycopg.Error as e:

@@ -25,6 +25,7 @@ import contextlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
+import attrs
 import psycopg
 from eventsourcing.persistence import (
     ApplicationRecorder,
@@ -97,6 +98,12 @@ class ClubRecorder(PostgresApplicationRecorder):
         The relay and the rebuild skip half the log (a lesson's seat bookkeeping):
         the server leaves it out here instead of Python decoding it (~2 µs a row).
         """
+        return self.select_stretch_of(topics, after=after, limit=limit).notifications
+
+    def select_stretch_of(
+        self, topics: Collection[str], *, after: int, limit: int
+    ) -> Stretch:
+        """`select_notifications_of`, and whether the stretch reached the log's end."""
         return self._read(ClubRecorder._notifications_of, topics, after, limit)
 
     def max_notification_id(self) -> int | None:
@@ -112,7 +119,7 @@ class ClubRecorder(PostgresApplicationRecorder):
 
     def _notifications_of(
         self, topics: Collection[str], after: int, limit: int
-    ) -> Sequence[Notification]:
+    ) -> Stretch:
         statement = SQL(_NOTIFICATIONS_OF).format(
             schema=Identifier(self.datastore.schema),
             table=Identifier(self.events_table_name),
@@ -122,7 +129,8 @@ class ClubRecorder(PostgresApplicationRecorder):
             conn.cursor(row_factory=tuple_row) as curs,
         ):
             curs.execute(statement, (after, limit, list(topics)), prepare=True)
-            return [
+            rows = curs.fetchall()
+            notifications = [
                 Notification(
                     id=row[0],
                     originator_id=row[1],
@@ -130,8 +138,11 @@ class ClubRecorder(PostgresApplicationRecorder):
                     topic=row[3],
                     state=bytes(row[4]),
                 )
-                for row in curs.fetchall()
+                for row in rows
             ]
+            # Every row carries how many the stretch scanned: fewer than asked
+            # for, and the log ended there when it was read.
+            return Stretch(notifications, at_end=not rows or rows[0][5] < limit)
 
     def _drop_stale_connections(self, error: BaseException) -> None:
         """A call abandoned at its deadline says the server behind the pool hung:
@@ -215,11 +226,21 @@ WITH scanned AS MATERIALIZED (
   FROM {schema}.{table} WHERE notification_id > %s
   ORDER BY notification_id LIMIT %s
 )
-SELECT notification_id, originator_id, originator_version, topic, state
+SELECT notification_id, originator_id, originator_version, topic, state,
+  (SELECT count(*) FROM scanned)
 FROM scanned
 WHERE topic = ANY(%s) OR notification_id = (SELECT max(notification_id) FROM scanned)
 ORDER BY notification_id
 """
+
+
+@attrs.frozen
+class Stretch:
+    """A stretch of the log as read, and whether it reached the log's end then:
+    a reader at the end waits for news instead of reading again at once."""
+
+    notifications: Sequence[Notification]
+    at_end: bool
 
 
 def select_notifications_of(
@@ -231,8 +252,20 @@ def select_notifications_of(
 ) -> Sequence[Notification]:
     """`ClubRecorder.select_notifications_of`; another recorder (the library's
     in-memory one) returns every notification and the caller skips the rest."""
+    return select_stretch_of(recorder, topics, after=after, limit=limit).notifications
+
+
+def select_stretch_of(
+    recorder: ApplicationRecorder,
+    topics: Collection[str],
+    *,
+    after: int,
+    limit: int,
+) -> Stretch:
+    """`ClubRecorder.select_stretch_of`, or every notification of the stretch."""
     if isinstance(recorder, ClubRecorder):
-        return recorder.select_notifications_of(topics, after=after, limit=limit)
-    return recorder.select_notifications(
+        return recorder.select_stretch_of(topics, after=after, limit=limit)
+    notifications = recorder.select_notifications(
         start=after, limit=limit, inclusive_of_start=False
     )
+    return Stretch(notifications, at_end=len(notifications) < limit)
