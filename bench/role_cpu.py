@@ -1,0 +1,188 @@
+"""The CPU each role spends per enrollment at a steady open-loop rate, and the
+commit -> projection latency it gives, with the roles started from several work
+trees in turn: `python -m bench.role_cpu RATE ROUNDS TREE [TREE ...]`.
+
+At a trickle a role's cost is its per-batch work (a read, a transaction, a wake-up
+per event), which the backlog benchmarks never see. Each tree is a checkout
+(`git worktree add /tmp/a COMMIT`); its API, `club relay` and `club projector
+statistics` run with the tree as the working directory, so they import its code.
+Rounds interleave the trees, so load from elsewhere falls on all alike. A round:
+3 s of warm-up, then 10 s at RATE into one lesson; each role's CPU (user + system,
+from the kernel) over the measured window divided by its enrollments, the whole
+machine's busy share, and occurred -> applied percentiles (as bench.chain).
+CLUB_PROFILE_ROLE=relay (or api, projector) also samples that role with py-spy.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import ExitStack, chdir, contextmanager
+from pathlib import Path
+
+import psutil
+import sqlalchemy as sa
+
+from adapters.embedded.nats import EmbeddedNats
+from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.embedded.process import free_port
+from adapters.embedded.readiness import wait_ready
+from adapters.embedded.scratch import fresh_database, scratch_dir
+from adapters.postgres.tables import inbox
+from application.contracts.mapping import published_envelopes
+from bench.callers import students_authorizations
+from bench.common import new_lesson, percentiles, role, students, wait_until_projected
+from bench.http import steady_posts
+from bench.run import club
+from projections import statistics as statistics_projection
+
+WARM_UP_S = 3
+MEASURED_S = 10
+ROLES = {
+    "api": ("api",),
+    "relay": ("relay",),
+    "projector": ("projector", statistics_projection.NAME),
+}
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dict:
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    with ExitStack() as running:
+        with chdir(tree):  # each role's process imports the tree's code
+            procs = {
+                name: psutil.Process(
+                    running.enter_context(
+                        role(url, nats_url, *args, CLUB_HTTP_PORT=str(port))
+                    ).pid
+                )
+                for name, args in ROLES.items()
+            }
+        wait_ready(api)
+        for seconds in (WARM_UP_S, MEASURED_S):  # the last round is the measure
+            wait_until_projected(container)
+            count = int(rate * seconds)
+            lesson = new_lesson(container.app, count)
+            who = students(container, count)
+            after = container.app.recorder.max_notification_id() or 0
+            authorizations = students_authorizations(who)
+            before = {name: cpu_seconds(p) for name, p in procs.items()}
+            busy_before = psutil.cpu_times()
+            with _profiled(procs, seconds, tree):
+                steady_posts(api, lesson, who, rate, authorizations)
+            wait_until_projected(container)
+            spent = {name: cpu_seconds(p) - before[name] for name, p in procs.items()}
+            busy = _busy_share(busy_before, psutil.cpu_times())
+    return {
+        "cpu_ms": {name: 1000 * s / count for name, s in spent.items()},
+        "busy": busy,
+        "chain": _chain(container, after, lesson),
+    }
+
+
+@contextmanager
+def _profiled(procs: dict[str, psutil.Process], seconds: int, tree: str):
+    """With CLUB_PROFILE_ROLE=NAME, py-spy samples that role (raw stacks, CPU
+    only) into `<tree>/<role>.<pid>.spy` while the load runs."""
+    name = os.environ.get("CLUB_PROFILE_ROLE")
+    if name is None:
+        yield
+        return
+    pid = procs[name].pid
+    out = Path(tree) / f"{name}.{pid}.{seconds}s.spy"
+    spy = subprocess.Popen(
+        [str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid),
+         "-d", str(seconds), "-f", "raw", "-o", str(out), "-r", "200"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        spy.wait(seconds + 30)
+
+
+def _busy_share(before, after) -> float:
+    idle = (after.idle + after.iowait) - (before.idle + before.iowait)
+    total = sum(after) - sum(before)
+    return 1 - idle / total
+
+
+def _chain(container, after: int, lesson) -> dict[str, float]:
+    notifications = container.app.recorder.select_notifications(
+        start=after, limit=10**6, inclusive_of_start=False
+    )
+    occurred = {
+        e.event_id: e.occurred_at
+        for e in published_envelopes(container.app.mapper, notifications)
+        if e.type == "EnrollmentConfirmed" and e.data["lesson_id"] == str(lesson)
+    }
+    with container.engine.connect() as conn:
+        applied = conn.execute(
+            sa.select(inbox.c.event_id, inbox.c.applied_at).where(
+                (inbox.c.consumer == statistics_projection.NAME)
+                & inbox.c.event_id.in_(list(occurred))
+            )
+        ).all()
+    return percentiles(
+        [(at - occurred[event_id]).total_seconds() for event_id, at in applied]
+    )
+
+
+def main(rate: float, rounds: int, trees: list[str]) -> None:
+    root = scratch_dir("club-bench-role-cpu-")
+    pg = EmbeddedPostgres(root / "pg")
+    nats = EmbeddedNats(root / "nats", sync_always=True)
+    pg_url, nats_url = pg.start(), nats.start()
+    runs: dict[str, list[dict]] = {tree: [] for tree in trees}
+    try:
+        with fresh_database(pg_url) as url, club(url, nats_url) as container:
+            for _ in range(rounds):
+                for tree in trees:
+                    run = one_round(container, url, nats_url, tree, rate)
+                    runs[tree].append(run)
+                    print(f"{tree}: {_line(run)}", flush=True)
+                    time.sleep(1)
+    finally:
+        pg.stop()
+        nats.stop()
+    for tree, rows in runs.items():
+        median = {
+            "cpu_ms": {
+                name: statistics.median(r["cpu_ms"][name] for r in rows)
+                for name in ROLES
+            },
+            "busy": statistics.median(r["busy"] for r in rows),
+            "chain": {
+                k: statistics.median(r["chain"][k] for r in rows)
+                for k in ("p50_ms", "p99_ms")
+            },
+        }
+        print(f"{tree}: median {_line(median)}")
+
+
+def _line(run: dict) -> str:
+    cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in run["cpu_ms"].items())
+    chain = run["chain"]
+    return (
+        f"CPU ms/enrollment {cpu}; machine {100 * run['busy']:.0f}% busy; "
+        f"occurred->applied p50 {chain['p50_ms']:.1f} ms, p99 {chain['p99_ms']:.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        print(__doc__.splitlines()[2], file=sys.stderr)
+        sys.exit(2)
+    main(
+        float(sys.argv[1]),
+        int(sys.argv[2]),
+        [str(Path(t).resolve()) for t in sys.argv[3:]],
+    )
