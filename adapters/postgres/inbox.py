@@ -71,7 +71,7 @@ def apply_batch(
     position: int = 0,
 ) -> Applied:
     consumer_lock(conn, consumer)
-    outcome = _apply_locked(conn, consumer, batch, apply, horizon(conn, consumer))
+    outcome = _apply_locked(conn, consumer, batch, apply)
     if position:
         advance(conn, consumer, position)
     return outcome
@@ -88,11 +88,10 @@ def apply_isolated(
     """
     outcome = Applied()
     consumer_lock(conn, consumer)
-    trimmed_before = horizon(conn, consumer)
     for index, delivery in enumerate(batch):
         try:
             with conn.begin_nested():
-                one = _apply_locked(conn, consumer, [delivery], apply, trimmed_before)
+                one = _apply_locked(conn, consumer, [delivery], apply)
         except TRANSIENT:
             raise
         except Exception as e:  # whatever the effect raised: this event is poison
@@ -111,10 +110,9 @@ def _apply_locked(
     consumer: str,
     batch: Sequence[Delivery],
     apply: Apply,
-    trimmed_before: datetime | None = None,
 ) -> Applied:
     outcome = Applied()
-    owners, recorded = _claim(conn, consumer, batch)
+    owners, recorded, trimmed_before = _claim(conn, consumer, batch)
     first_seen = []
     for index, delivery in enumerate(batch):
         event_id = delivery.envelope.event_id
@@ -195,21 +193,29 @@ _CLAIM = (
         ),
     )
     .on_conflict_do_nothing()
-    .returning(inbox.c.event_id)
+    .returning(
+        inbox.c.event_id,
+        # The horizon in the same round trip: this statement follows the
+        # consumer's lock, under which the horizon moves, so it reads it afresh.
+        sa.select(inbox_horizons.c.occurred_before)
+        .where(inbox_horizons.c.consumer == sa.bindparam("consumer", type_=sa.Text))
+        .scalar_subquery(),
+    )
 )
 
 
 def _claim(
     conn: sa.Connection, consumer: str, batch: Sequence[Delivery]
-) -> tuple[dict[UUID, Delivery], dict[UUID, bytes]]:
+) -> tuple[dict[UUID, Delivery], dict[UUID, bytes], datetime | None]:
     """Insert inbox rows. Returns the delivery that owns each newly seen event id,
-    and the recorded digest of every event id in the batch."""
+    the recorded digest of every event id in the batch, and the consumer's horizon
+    (read only when an id was new: only a new one is checked against it)."""
     first: dict[UUID, Delivery] = {}
     for delivery in batch:
         first.setdefault(delivery.envelope.event_id, delivery)
     if not first:
-        return {}, {}
-    new_ids = insert_new(
+        return {}, {}, None
+    new_ids, trimmed_before = insert_new(
         conn, consumer, [(i, d.digest, d.stream_seq) for i, d in first.items()]
     )
     owners = {event_id: d for event_id, d in first.items() if event_id in new_ids}
@@ -222,13 +228,14 @@ def _claim(
             )
         )
         recorded |= {event_id: bytes(digest) for event_id, digest in found}
-    return owners, recorded
+    return owners, recorded, trimmed_before
 
 
 def insert_new(
     conn: sa.Connection, consumer: str, rows: Sequence[tuple[UUID, bytes, int]]
-) -> set[UUID]:
-    """Insert (event id, digest, stream seq) rows; returns the ids that were new."""
+) -> tuple[set[UUID], datetime | None]:
+    """Insert (event id, digest, stream seq) rows; returns the ids that were new
+    and the consumer's horizon (None: nothing trimmed yet, or no id was new)."""
     inserted = conn.execute(
         _CLAIM,
         {
@@ -237,8 +244,9 @@ def insert_new(
             "digests": [digest for _, digest, _ in rows],
             "seqs": [seq for _, _, seq in rows],
         },
-    ).scalars()
-    return set(inserted)
+    ).all()
+    trimmed_before = inserted[0][1] if inserted else None
+    return {event_id for event_id, _ in inserted}, trimmed_before
 
 
 def advance(conn: sa.Connection, consumer: str, stream_seq: int) -> None:
