@@ -166,8 +166,15 @@ def _refuse_beyond_horizon(consumer: str, delivery: Delivery) -> None:
 def consumer_lock(conn: sa.Connection, consumer: str) -> None:
     """Serialise one consumer's transactions (and a rebuild's switch) with each
     other, so they never interleave their inbox, effect and position writes."""
-    key = sa.func.hashtext(f"club-consumer:{consumer}")
-    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+    conn.execute(_CONSUMER_LOCK, {"key": f"club-consumer:{consumer}"})
+
+
+# Statements built once: one built per call is a new object whose cache key
+# SQLAlchemy computes afresh, most of a small statement's CPU (the relay lease's
+# A/B: 560 -> 195 µs a move).
+_CONSUMER_LOCK = sa.select(
+    sa.func.pg_advisory_xact_lock(sa.func.hashtext(sa.bindparam("key", type_=sa.Text)))
+)
 
 
 # One cached statement whatever the batch size: a multi-row VALUES would be compiled
@@ -250,15 +257,16 @@ def insert_new(
 
 
 def advance(conn: sa.Connection, consumer: str, stream_seq: int) -> None:
-    stmt = insert(consumer_positions).values(consumer=consumer, stream_seq=stream_seq)
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[consumer_positions.c.consumer],
-            set_={
-                "stream_seq": sa.func.greatest(
-                    consumer_positions.c.stream_seq, stmt.excluded.stream_seq
-                ),
-                "updated_at": sa.func.now(),
-            },
-        )
-    )
+    conn.execute(_ADVANCE, {"consumer": consumer, "stream_seq": stream_seq})
+
+
+_new_position = insert(consumer_positions)
+_ADVANCE = _new_position.on_conflict_do_update(
+    index_elements=[consumer_positions.c.consumer],
+    set_={
+        "stream_seq": sa.func.greatest(
+            consumer_positions.c.stream_seq, _new_position.excluded.stream_seq
+        ),
+        "updated_at": sa.func.now(),
+    },
+)
