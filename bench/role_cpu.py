@@ -10,7 +10,8 @@ Rounds interleave the trees, so load from elsewhere falls on all alike. A round:
 3 s of warm-up, then 10 s at RATE into one lesson; each role's CPU (user + system,
 from the kernel) over the measured window divided by its enrollments, the whole
 machine's busy share, and occurred -> applied percentiles (as bench.chain).
-CLUB_PROFILE_ROLE=relay (or api, projector) also samples that role with py-spy.
+CLUB_PROFILE_ROLE=relay (or api, projector) also samples that role with py-spy;
+CLUB_PRELOAD=N first saves N enrollments in-process (a database that has history).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from adapters.postgres.tables import inbox
 from application.contracts.mapping import published_envelopes
 from bench.callers import students_authorizations
 from bench.common import new_lesson, percentiles, role, students, wait_until_projected
-from bench.http import steady_posts
+from bench.http import raw_saves, steady_posts
 from bench.run import club
 from projections import statistics as statistics_projection
 
@@ -144,6 +145,8 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
     runs: dict[str, list[dict]] = {tree: [] for tree in trees}
     try:
         with fresh_database(pg_url) as url, club(url, nats_url) as container:
+            if preload := int(os.environ.get("CLUB_PRELOAD", "0")):
+                raw_saves(container.app, 8, total=preload)()  # drained by round 1
             for _ in range(rounds):
                 for tree in trees:
                     run = one_round(container, url, nats_url, tree, rate)
