@@ -170,8 +170,7 @@ def consumer_lock(conn: sa.Connection, consumer: str) -> None:
 
 
 # Statements built once: one built per call is a new object whose cache key
-# SQLAlchemy computes afresh, most of a small statement's CPU (the relay lease's
-# A/B: 560 -> 195 µs a move).
+# SQLAlchemy computes afresh (for the relay lease's move, half its CPU).
 _CONSUMER_LOCK = sa.select(
     sa.func.pg_advisory_xact_lock(sa.func.hashtext(sa.bindparam("key", type_=sa.Text)))
 )
