@@ -9,6 +9,8 @@ commit follows within a few milliseconds).
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import sqlalchemy as sa
 
 from adapters.postgres.tables import inbox
@@ -28,7 +30,17 @@ def chain_latencies(
     lesson = new_lesson(container.app, count)
     steady(api, lesson, students(container, count), rate)
     wait_until_projected(container)
-    notifications = recorder.select_notifications(
+    seconds = occurred_to_applied(container, after, lesson)
+    assert len(seconds) == count, (len(seconds), count)
+    return percentiles(seconds)
+
+
+def occurred_to_applied(
+    container: bootstrap.Container, after: int, lesson: UUID
+) -> list[float]:
+    """For each enrollment into `lesson` stored after notification `after`, the
+    seconds from its `occurred_at` to its statistics inbox row's `applied_at`."""
+    notifications = container.app.recorder.select_notifications(
         start=after, limit=10**6, inclusive_of_start=False
     )
     occurred = {
@@ -43,7 +55,5 @@ def chain_latencies(
                 & inbox.c.event_id.in_(list(occurred))
             )
         ).all()
-    assert len(applied) == len(occurred) == count, (len(applied), len(occurred))
-    return percentiles(
-        [(at - occurred[event_id]).total_seconds() for event_id, at in applied]
-    )
+    assert len(applied) == len(occurred), (len(applied), len(occurred))
+    return [(at - occurred[event_id]).total_seconds() for event_id, at in applied]

@@ -25,16 +25,14 @@ from contextlib import ExitStack, chdir, contextmanager
 from pathlib import Path
 
 import psutil
-import sqlalchemy as sa
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database, scratch_dir
-from adapters.postgres.tables import inbox
-from application.contracts.mapping import published_envelopes
 from bench.callers import students_authorizations
+from bench.chain import occurred_to_applied
 from bench.common import new_lesson, percentiles, role, students, wait_until_projected
 from bench.http import raw_saves, steady_posts
 from bench.run import club
@@ -85,7 +83,7 @@ def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dic
     return {
         "cpu_ms": {name: 1000 * s / count for name, s in spent.items()},
         "busy": busy,
-        "chain": _chain(container, after, lesson),
+        "chain": percentiles(occurred_to_applied(container, after, lesson)),
     }
 
 
@@ -114,27 +112,6 @@ def _busy_share(before, after) -> float:
     idle = (after.idle + after.iowait) - (before.idle + before.iowait)
     total = sum(after) - sum(before)
     return 1 - idle / total
-
-
-def _chain(container, after: int, lesson) -> dict[str, float]:
-    notifications = container.app.recorder.select_notifications(
-        start=after, limit=10**6, inclusive_of_start=False
-    )
-    occurred = {
-        e.event_id: e.occurred_at
-        for e in published_envelopes(container.app.mapper, notifications)
-        if e.type == "EnrollmentConfirmed" and e.data["lesson_id"] == str(lesson)
-    }
-    with container.engine.connect() as conn:
-        applied = conn.execute(
-            sa.select(inbox.c.event_id, inbox.c.applied_at).where(
-                (inbox.c.consumer == statistics_projection.NAME)
-                & inbox.c.event_id.in_(list(occurred))
-            )
-        ).all()
-    return percentiles(
-        [(at - occurred[event_id]).total_seconds() for event_id, at in applied]
-    )
 
 
 def main(rate: float, rounds: int, trees: list[str]) -> None:

@@ -7,8 +7,12 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
+from nats.js import JetStreamContext
+
+from adapters.nats.relay import Relay
 from adapters.nats.streams import EVENTS_STREAM
 from entrypoints.cli.demo import enroll_all, register_students, schedule_lesson
 from tests.integration.helpers import (
@@ -53,21 +57,11 @@ def test_events_committed_while_it_publishes_are_relayed_at_once(
 
     async def body(js, nc):
         relay = make_relay(container, nc, database_url, batch_size=2, **SLOW_POLL)
-        stop = asyncio.Event()
-        running = asyncio.create_task(relay.run(stop))
-        try:
+        async with running(relay):
             for _ in range(40):
                 await asyncio.to_thread(lesson_with_enrollments, container, 1)
                 await asyncio.sleep(rng.uniform(0, 0.02))
-            expected = len(published(container))
-            deadline = time.monotonic() + 5
-            while (await js.stream_info(EVENTS_STREAM)).state.messages < expected:
-                assert time.monotonic() < deadline, "an event waited for the poll"
-                await asyncio.sleep(0.02)
-        finally:
-            stop.set()
-            await running
-            await relay.release()
+            await every_event_on_the_stream(js, container)
         return relay.position
 
     position = run(with_js(nats_url, body))
@@ -112,21 +106,34 @@ def test_a_commit_during_the_prefetch_is_not_slept_through(
 
         monkeypatch.setattr(relay, "_read", read_then_commit)
         monkeypatch.setattr(relay.lease, "advance", advance_after_the_prefetch)
-        stop = asyncio.Event()
-        running = asyncio.create_task(relay.run(stop))
-        try:
-            deadline = time.monotonic() + 5
-            while not committed.is_set() or (
-                await js.stream_info(EVENTS_STREAM)
-            ).state.messages < len(published(container)):
-                assert time.monotonic() < deadline, "the late commit waited"
-                await asyncio.sleep(0.02)
-        finally:
-            stop.set()
-            await running
-            await relay.release()
+        async with running(relay):
+            await asyncio.to_thread(committed.wait, 5)
+            assert committed.is_set(), "the relay never prefetched at the log's end"
+            await every_event_on_the_stream(js, container)
 
     run(with_js(nats_url, body))
+
+
+@asynccontextmanager
+async def running(relay: Relay) -> AsyncIterator[None]:
+    """The relay's own loop, stopped and its lease released on the way out."""
+    stop = asyncio.Event()
+    loop = asyncio.create_task(relay.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await loop
+        await relay.release()  # the next test's relay needs the lease
+
+
+async def every_event_on_the_stream(js: JetStreamContext, container) -> None:
+    """Within 5 s: an event left for the 60 s poll fails the test."""
+    expected = len(published(container))
+    deadline = time.monotonic() + 5
+    while (await js.stream_info(EVENTS_STREAM)).state.messages < expected:
+        assert time.monotonic() < deadline, "an event waited for the poll"
+        await asyncio.sleep(0.02)
 
 
 def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
