@@ -41,6 +41,7 @@ from bench.jobs import (
     accepted_times,
     busiest_second,
     email_sandbox,
+    sent,
     unsent,
 )
 from entrypoints.runtime import bootstrap
@@ -93,12 +94,12 @@ def outage_drain(
         trace: list[tuple[float, int]] = []
         first_out: float | None = None
         while arrivals.is_alive():
-            since = time.monotonic() - back
+            accepted = sent(container, who)
+            since = time.monotonic() - back  # after the count, as in bench.jobs
             due = min(BACKLOG + int(since * ARRIVAL_PER_S), BACKLOG + arriving)
-            queued = unsent(container, due, who)
-            if first_out is None and queued < due:
+            if first_out is None and accepted:
                 first_out = since
-            trace.append((since, queued))
+            trace.append((since, due - accepted))
             time.sleep(0.1)
         _wait_until(lambda: unsent(container, len(who), who) == 0, 180)
         times = accepted_times(sandbox)

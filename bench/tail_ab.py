@@ -19,6 +19,8 @@ from contextlib import ExitStack, chdir
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
+
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
@@ -61,6 +63,9 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
     pg = EmbeddedPostgres(root / "pg")
     nats = EmbeddedNats(root / "nats", sync_always=True)
     pg_url, nats_url = pg.start(), nats.start()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # every pass, to list
+        conn.execute("ALTER SYSTEM SET log_autovacuum_min_duration = 0")
+        conn.execute("SELECT pg_reload_conf()")
     runs: dict[str, list[dict]] = {tree: [] for tree in trees}
     try:
         with fresh_database(pg_url) as url, club(url, nats_url) as container:
@@ -86,15 +91,19 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
 
 def _stalls_beside_checkpoints(runs: dict[str, list[dict]], log: Path) -> None:
     """When each stalled request was sent, and PostgreSQL's checkpoints (logged by
-    default since 15): a stall inside a checkpoint's write or sync is the
-    database's fsync, not Club's code."""
+    default since 15) and autovacuum's passes (logged here): a stall inside one
+    is the database's work, not Club's code."""
     for tree, rows in runs.items():
         for run in rows:
             for sent in run["stalled_at"]:
                 when = datetime.fromtimestamp(sent, UTC).strftime("%H:%M:%S.%f")[:-3]
                 print(f"stall: {tree} request sent {when} UTC")
     for line in log.read_text(errors="replace").splitlines():
-        if "checkpoint" in line:
+        if (
+            "checkpoint" in line
+            or "automatic vacuum" in line
+            or ("automatic analyze" in line)
+        ):
             print(f"postgres: {line}")
 
 
