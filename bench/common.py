@@ -15,6 +15,9 @@ from uuid import UUID, uuid4
 
 import attrs
 
+from adapters.embedded.nats import EmbeddedNats
+from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.embedded.scratch import scratch_dir
 from application.club import ClubApplication
 from bench.callers import AUTH_ENV
 from domain.student import StudentProfile
@@ -118,3 +121,18 @@ def wait_until_projected(container: bootstrap.Container, timeout: float = 120) -
         if time.monotonic() > deadline:
             raise TimeoutError(f"the statistics projection lags: {totals}")
         time.sleep(0.1)
+
+
+@contextmanager
+def embedded_servers(prefix: str) -> Iterator[tuple[EmbeddedPostgres, str, str]]:
+    """An embedded PostgreSQL and NATS (`sync_interval: always`, as shipped) in a
+    scratch directory of their own; yields the server, its URL and NATS's URL, and
+    stops both on the way out (the server's log stays readable after)."""
+    root = scratch_dir(prefix)
+    pg = EmbeddedPostgres(root / "pg")
+    nats = EmbeddedNats(root / "nats", sync_always=True)
+    try:
+        yield pg, pg.start(), nats.start()
+    finally:
+        pg.stop()
+        nats.stop()

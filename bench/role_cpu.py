@@ -26,14 +26,19 @@ from pathlib import Path
 
 import psutil
 
-from adapters.embedded.nats import EmbeddedNats
-from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
-from adapters.embedded.scratch import fresh_database, scratch_dir
+from adapters.embedded.scratch import fresh_database
 from bench.callers import students_authorizations
 from bench.chain import occurred_to_applied
-from bench.common import new_lesson, percentiles, role, students, wait_until_projected
+from bench.common import (
+    embedded_servers,
+    new_lesson,
+    percentiles,
+    role,
+    students,
+    wait_until_projected,
+)
 from bench.http import raw_saves, steady_posts
 from bench.run import club
 from projections import statistics as statistics_projection
@@ -115,24 +120,20 @@ def _busy_share(before, after) -> float:
 
 
 def main(rate: float, rounds: int, trees: list[str]) -> None:
-    root = scratch_dir("club-bench-role-cpu-")
-    pg = EmbeddedPostgres(root / "pg")
-    nats = EmbeddedNats(root / "nats", sync_always=True)
-    pg_url, nats_url = pg.start(), nats.start()
     runs: dict[str, list[dict]] = {tree: [] for tree in trees}
-    try:
-        with fresh_database(pg_url) as url, club(url, nats_url) as container:
-            if preload := int(os.environ.get("CLUB_PRELOAD", "0")):
-                raw_saves(container.app, 8, total=preload)()  # drained by round 1
-            for _ in range(rounds):
-                for tree in trees:
-                    run = one_round(container, url, nats_url, tree, rate)
-                    runs[tree].append(run)
-                    print(f"{tree}: {_line(run)}", flush=True)
-                    time.sleep(1)
-    finally:
-        pg.stop()
-        nats.stop()
+    with (
+        embedded_servers("club-bench-role-cpu-") as (_, pg_url, nats_url),
+        fresh_database(pg_url) as url,
+        club(url, nats_url) as container,
+    ):
+        if preload := int(os.environ.get("CLUB_PRELOAD", "0")):
+            raw_saves(container.app, 8, total=preload)()  # drained by round 1
+        for _ in range(rounds):
+            for tree in trees:
+                run = one_round(container, url, nats_url, tree, rate)
+                runs[tree].append(run)
+                print(f"{tree}: {_line(run)}", flush=True)
+                time.sleep(1)
     for tree, rows in runs.items():
         median = {
             "cpu_ms": {

@@ -21,13 +21,17 @@ from pathlib import Path
 
 import psycopg
 
-from adapters.embedded.nats import EmbeddedNats
-from adapters.embedded.postgres import EmbeddedPostgres
 from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
-from adapters.embedded.scratch import fresh_database, scratch_dir
+from adapters.embedded.scratch import fresh_database
 from bench.callers import students_authorizations
-from bench.common import new_lesson, percentiles, role, students
+from bench.common import (
+    embedded_servers,
+    new_lesson,
+    percentiles,
+    role,
+    students,
+)
 from bench.http import steady_posts
 from bench.run import club
 
@@ -35,6 +39,8 @@ WARM_UP_S = 3
 MEASURED_S = 10
 SLOW_S = 0.010
 STALL_S = 0.025  # a request this slow is listed with when it was sent
+# The server's log lines a stall is listed beside.
+DATABASE_WORK = ("checkpoint", "automatic vacuum", "automatic analyze")
 
 
 def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dict:
@@ -59,15 +65,11 @@ def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dic
 
 
 def main(rate: float, rounds: int, trees: list[str]) -> None:
-    root = scratch_dir("club-bench-tail-")
-    pg = EmbeddedPostgres(root / "pg")
-    nats = EmbeddedNats(root / "nats", sync_always=True)
-    pg_url, nats_url = pg.start(), nats.start()
-    with psycopg.connect(pg_url, autocommit=True) as conn:  # every pass, to list
-        conn.execute("ALTER SYSTEM SET log_autovacuum_min_duration = 0")
-        conn.execute("SELECT pg_reload_conf()")
     runs: dict[str, list[dict]] = {tree: [] for tree in trees}
-    try:
+    with embedded_servers("club-bench-tail-") as (pg, pg_url, nats_url):
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # every pass, to list
+            conn.execute("ALTER SYSTEM SET log_autovacuum_min_duration = 0")
+            conn.execute("SELECT pg_reload_conf()")
         with fresh_database(pg_url) as url, club(url, nats_url) as container:
             for _ in range(rounds):
                 for tree in trees:
@@ -79,9 +81,6 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
                         f"{run['slow']}/{run['requests']}",
                         flush=True,
                     )
-    finally:
-        pg.stop()
-        nats.stop()
     _stalls_beside_checkpoints(runs, pg.log)
     for tree, rows in runs.items():
         p99 = statistics.median(r["p99_ms"] for r in rows)
@@ -99,11 +98,7 @@ def _stalls_beside_checkpoints(runs: dict[str, list[dict]], log: Path) -> None:
                 when = datetime.fromtimestamp(sent, UTC).strftime("%H:%M:%S.%f")[:-3]
                 print(f"stall: {tree} request sent {when} UTC")
     for line in log.read_text(errors="replace").splitlines():
-        if (
-            "checkpoint" in line
-            or "automatic vacuum" in line
-            or ("automatic analyze" in line)
-        ):
+        if any(what in line for what in DATABASE_WORK):
             print(f"postgres: {line}")
 
 
