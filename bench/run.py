@@ -16,6 +16,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -48,6 +49,7 @@ from bench.http import (
 )
 from bench.http_stack import OUTBOX_PEER, PEER, SHIPPED, STACKS, api_process
 from bench.jobs import backlog_drain, email_latency_beside_exports
+from bench.machine_sampler import MachineSampler
 from bench.memory import resident_growth
 from bench.outage import outage_drain
 from bench.peer import nats_outbox_rate
@@ -152,7 +154,10 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
             for share, rate, (enrollment_goal, _) in loads:
                 count = max(100, 5 * rate)  # about five seconds of load
                 out["latency"][f"enrollment at {share} capacity ({rate}/s)"] = (
-                    _median_of(partial(steady_latencies, container, api, rate, count))
+                    _median_of(
+                        partial(steady_latencies, container, api, rate, count),
+                        s.pg.root,
+                    )
                     | {"goal": enrollment_goal, "rate": rate}
                 )
             with (
@@ -164,7 +169,8 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
                     out["latency"][
                         f"commit -> projection at {share} capacity ({rate}/s)"
                     ] = _median_of(
-                        partial(chain_latencies, container, api, rate, count)
+                        partial(chain_latencies, container, api, rate, count),
+                        s.pg.root,
                     ) | {"goal": chain_goal, "rate": rate}
 
 
@@ -437,12 +443,22 @@ SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
 }
 
 
-def _median_of(measure: Callable[[], dict[str, float]]) -> dict[str, float]:
+def _median_of(
+    measure: Callable[[], dict[str, float]], probe_dir: Path
+) -> dict[str, Any]:
+    """The median of each figure over RUNS runs, and each run with the share of the
+    machine's CPU the hypervisor took meanwhile (bench/machine_sampler.py): a run
+    whose tail is long while it was stolen from is the host's, not Club's."""
     runs = []
     for _ in range(RUNS):
-        runs.append(measure())
+        with MachineSampler(probe_dir).running() as machine:
+            began = time.time()
+            run = measure()
+            window = machine.share(began, time.time())
+        runs.append(run | {"stolen_share": round(window.steal, 4)})
         print(json.dumps(runs[-1]), flush=True)  # each run, beside the median
-    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    medians = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    return medians | {"runs": runs}
 
 
 # `make bench`: every section but `projections`, whose rows `backlog` measures too
@@ -524,7 +540,12 @@ def report(out: dict[str, Any], *, full: bool) -> None:
     for name, figures in out["latency"].items():
         console.print(
             f"{name}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
-            f" (goal {figures['goal']})"
+            f" (goal {figures['goal']}; runs' p99 and stolen share: "
+            + ", ".join(
+                f"{run['p99_ms']:.1f} ms {run['stolen_share']:.1%}"
+                for run in figures.get("runs", [])
+            )
+            + ")"
         )
     if out["write path"]:
         writes = Table(
