@@ -9,7 +9,8 @@ statistics` run with the tree as the working directory, so they import its code.
 Rounds interleave the trees, so load from elsewhere falls on all alike. A round:
 3 s of warm-up, then 10 s at RATE into one lesson; each role's CPU (user + system,
 from the kernel) over the measured window divided by its enrollments, the whole
-machine's busy share, and occurred -> applied percentiles (as bench.chain).
+machine's busy share and the share the host stole, and occurred -> applied
+percentiles (as bench.chain).
 CLUB_PROFILE_ROLE=relay (or api, projector) also samples that role with py-spy;
 CLUB_PRELOAD=N first saves N enrollments in-process (a database that has history).
 """
@@ -84,10 +85,11 @@ def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dic
                 steady_posts(api, lesson, who, rate, authorizations)
             wait_until_projected(container)
             spent = {name: cpu_seconds(p) - before[name] for name, p in procs.items()}
-            busy = _busy_share(busy_before, psutil.cpu_times())
+            busy, stolen = _busy_share(busy_before, psutil.cpu_times())
     return {
         "cpu_ms": {name: 1000 * s / count for name, s in spent.items()},
         "busy": busy,
+        "stolen": stolen,
         "chain": percentiles(occurred_to_applied(container, after, lesson)),
     }
 
@@ -113,10 +115,11 @@ def _profiled(procs: dict[str, psutil.Process], seconds: int, tree: str):
         spy.wait(seconds + 30)
 
 
-def _busy_share(before, after) -> float:
+def _busy_share(before, after) -> tuple[float, float]:
+    """The machine's busy share, and the share the host stole (bench.tail_ab)."""
     idle = (after.idle + after.iowait) - (before.idle + before.iowait)
     total = sum(after) - sum(before)
-    return 1 - idle / total
+    return 1 - idle / total, (after.steal - before.steal) / total
 
 
 def main(rate: float, rounds: int, trees: list[str]) -> None:
@@ -141,6 +144,7 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
                 for name in ROLES
             },
             "busy": statistics.median(r["busy"] for r in rows),
+            "stolen": statistics.median(r["stolen"] for r in rows),
             "chain": {
                 k: statistics.median(r["chain"][k] for r in rows)
                 for k in ("p50_ms", "p99_ms")
@@ -153,7 +157,8 @@ def _line(run: dict) -> str:
     cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in run["cpu_ms"].items())
     chain = run["chain"]
     return (
-        f"CPU ms/enrollment {cpu}; machine {100 * run['busy']:.0f}% busy; "
+        f"CPU ms/enrollment {cpu}; machine {100 * run['busy']:.0f}% busy, "
+        f"{100 * run['stolen']:.1f}% stolen; "
         f"occurred->applied p50 {chain['p50_ms']:.1f} ms, p99 {chain['p99_ms']:.1f} ms"
     )
 
