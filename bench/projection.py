@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from nats.js import JetStreamContext
 
 from adapters.nats.consumer import ConsumerRunner
+from adapters.nats.pull import bind_pull
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
 from projections import statistics
 
@@ -27,10 +28,13 @@ BATCH = 256
 
 
 async def _durable(
-    js: JetStreamContext, name: str
+    js: JetStreamContext, name: str, *, as_club_binds: bool
 ) -> JetStreamContext.PullSubscription:
-    """A fresh durable consumer, configured as `club projector`'s own."""
+    """A fresh durable consumer, configured as `club projector`'s own, bound as
+    `club projector` binds it (adapters/nats/pull.py) or the library's way."""
     await ensure_consumer(js, name)
+    if as_club_binds:
+        return await bind_pull(js, durable=name, stream=EVENTS_STREAM)
     return await js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
 
 
@@ -51,7 +55,7 @@ def _rate(nats_url: str, drain: Callable[[JetStreamContext, int], Awaitable[int]
 def club_catchup_rate(engine: sa.Engine, nats_url: str) -> float:
     async def drain(js: JetStreamContext, total: int) -> int:
         name = f"bench-club-{uuid4().hex[:6]}"
-        sub = await _durable(js, name)
+        sub = await _durable(js, name, as_club_binds=True)
         runner = ConsumerRunner(
             name=name, apply=statistics.apply, js=js, engine=engine, batch_size=BATCH
         )
@@ -77,7 +81,7 @@ def raw_catchup_rate(database_url: str, nats_url: str) -> float:
     """One hand-written transaction per fetched batch, then ack: the floor."""
 
     async def drain(js: JetStreamContext, total: int) -> int:
-        sub = await _durable(js, f"bench-raw-{uuid4().hex[:6]}")
+        sub = await _durable(js, f"bench-raw-{uuid4().hex[:6]}", as_club_binds=False)
         done = 0
         with psycopg.connect(database_url) as conn:
             while done < total:

@@ -50,6 +50,7 @@ from adapters.nats.dead_letters import Owner, Unreadable
 from adapters.nats.delivery import DeliveryRuntime, decode
 from adapters.nats.dlq import ensure_replay_consumer, replay_durable
 from adapters.nats.frames import ack_all
+from adapters.nats.pull import bind_pull
 from adapters.nats.streams import (
     ACK_WAIT_S,
     EVENTS_STREAM,
@@ -145,11 +146,9 @@ class ConsumerRunner:
         """The live events, and beside them what a DLQ replay hands back."""
         await ensure_consumer(self._js, self.name, ack_wait=self._ack_wait)
         await ensure_replay_consumer(self._js, self.name, ack_wait=self._ack_wait)
-        live = await self._js.pull_subscribe_bind(
-            durable=self.name, stream=EVENTS_STREAM
-        )
-        replays = await self._js.pull_subscribe_bind(
-            durable=replay_durable(self.name), stream=REPLAY_STREAM
+        live = await bind_pull(self._js, durable=self.name, stream=EVENTS_STREAM)
+        replays = await bind_pull(
+            self._js, durable=replay_durable(self.name), stream=REPLAY_STREAM
         )
         await asyncio.gather(
             self._loop(live, stop), self._loop(replays, stop, replayed=True)

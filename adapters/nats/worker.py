@@ -54,6 +54,7 @@ from adapters.nats.circuit_gate import CircuitGate
 from adapters.nats.dead_letters import Owner, Unreadable
 from adapters.nats.delivery import DeliveryRuntime, decode
 from adapters.nats.dlq import REPLAY_HEADER, ensure_replay_consumer, replay_durable
+from adapters.nats.pull import bind_pull
 from adapters.nats.streams import (
     ACK_WAIT_S,
     EVENTS_STREAM,
@@ -187,11 +188,11 @@ class Worker:
         taken by another's, and eight slots whose jobs run in threads moved about
         as fast as one (ack_pending stayed at 1 while thousands waited)."""
         live = [
-            await self._js.pull_subscribe_bind(durable=self.name, stream=EVENTS_STREAM)
+            await bind_pull(self._js, durable=self.name, stream=EVENTS_STREAM)
             for _ in range(self._concurrency)
         ]
-        replayed = await self._js.pull_subscribe_bind(
-            durable=replay_durable(self.name), stream=REPLAY_STREAM
+        replayed = await bind_pull(
+            self._js, durable=replay_durable(self.name), stream=REPLAY_STREAM
         )
         slots = [asyncio.create_task(self._slot(sub, stop)) for sub in live]
         slots.append(asyncio.create_task(self._slot(replayed, stop)))
