@@ -41,19 +41,19 @@ class Share:
 
 
 class MachineSampler:
-    """System CPU times every INTERVAL_S on a thread of its own, and a page written
-    and flushed (fdatasync) into `probe_dir` every INTERVAL_S on another, while
-    running: the probe's file is on the disk the database flushes to."""
+    """System CPU times every INTERVAL_S on a thread of its own while running; given
+    a `probe_dir` on the disk the database flushes to, also a page written and
+    flushed (fdatasync) there every INTERVAL_S on another (a diagnostic: its
+    flushes queue beside the database's own)."""
 
-    def __init__(self, probe_dir: Path) -> None:
+    def __init__(self, probe_dir: Path | None = None) -> None:
         self.ticks: list[Tick] = []
         self.flushes: list[tuple[float, float]] = []  # (begun, seconds)
-        self._probe = probe_dir / "flush-probe"
         self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._sample, daemon=True),
-            threading.Thread(target=self._flush, daemon=True),
-        ]
+        self._threads = [threading.Thread(target=self._sample, daemon=True)]
+        if probe_dir is not None:
+            self._probe = probe_dir / "flush-probe"
+            self._threads.append(threading.Thread(target=self._flush, daemon=True))
 
     def _flush(self) -> None:
         fd = os.open(self._probe, os.O_WRONLY | os.O_CREAT, 0o600)

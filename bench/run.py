@@ -154,10 +154,7 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
             for share, rate, (enrollment_goal, _) in loads:
                 count = max(100, 5 * rate)  # about five seconds of load
                 out["latency"][f"enrollment at {share} capacity ({rate}/s)"] = (
-                    _median_of(
-                        partial(steady_latencies, container, api, rate, count),
-                        s.pg.root,
-                    )
+                    _median_of(partial(steady_latencies, container, api, rate, count))
                     | {"goal": enrollment_goal, "rate": rate}
                 )
             with (
@@ -169,8 +166,7 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
                     out["latency"][
                         f"commit -> projection at {share} capacity ({rate}/s)"
                     ] = _median_of(
-                        partial(chain_latencies, container, api, rate, count),
-                        s.pg.root,
+                        partial(chain_latencies, container, api, rate, count)
                     ) | {"goal": chain_goal, "rate": rate}
 
 
@@ -443,15 +439,13 @@ SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
 }
 
 
-def _median_of(
-    measure: Callable[[], dict[str, float]], probe_dir: Path
-) -> dict[str, Any]:
+def _median_of(measure: Callable[[], dict[str, float]]) -> dict[str, Any]:
     """The median of each figure over RUNS runs, and each run with the share of the
     machine's CPU the hypervisor took meanwhile (bench/machine_sampler.py): a run
     whose tail is long while it was stolen from is the host's, not Club's."""
     runs = []
     for _ in range(RUNS):
-        with MachineSampler(probe_dir).running() as machine:
+        with MachineSampler().running() as machine:
             began = time.time()
             run = measure()
             window = machine.share(began, time.time())
