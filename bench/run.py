@@ -518,6 +518,20 @@ def report(out: dict[str, Any], *, full: bool) -> None:
             f"{raw['median']:,.0f}", f"{row['ratio']:.2f}",
             f"≥ {row['goal']} {met}",
         )  # fmt: skip
+    # Written before the rest is printed: a printing mistake loses no figures.
+    target = RESULTS if full else RESULTS.with_name("partial.json")
+    target.write_text(
+        json.dumps(
+            {
+                "machine": machine,
+                "runs": RUNS,
+                "when": datetime.now(UTC).isoformat(),
+                "nats": "sync_interval: always unless a figure says otherwise",
+                "results": out,
+            },
+            indent=2,
+        )
+    )
     console.print(table)
     for name, figures in out["context"].items():
         console.print(
@@ -560,7 +574,9 @@ def report(out: dict[str, Any], *, full: bool) -> None:
             f"xid horizon readers-never-skip: {rounds['passed']}/{rounds['of']}"
         )
     for name, figures in out.get("jobs", {}).items():
-        shown = ", ".join(f"{k} {v:,.1f}" for k, v in figures.items() if k != "goal")
+        shown = ", ".join(
+            f"{k} {v:,.1f}" for k, v in figures.items() if k not in {"goal", "runs"}
+        )
         console.print(f"{name}: {shown}")
     for name, memory in out.get("resident memory", {}).items():
         console.print(
@@ -568,19 +584,6 @@ def report(out: dict[str, Any], *, full: bool) -> None:
             f"warm-up, {memory['end_mib']:.0f} MiB after {MEMORY_EVENTS:,} events "
             f"({memory['growth']:+.1%}; goal < +10%)"
         )
-    target = RESULTS if full else RESULTS.with_name("partial.json")
-    target.write_text(
-        json.dumps(
-            {
-                "machine": machine,
-                "runs": RUNS,
-                "when": datetime.now(UTC).isoformat(),
-                "nats": "sync_interval: always unless a figure says otherwise",
-                "results": out,
-            },
-            indent=2,
-        )
-    )
     print(f"written to {target}")
 
 
