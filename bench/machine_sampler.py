@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import psutil
@@ -36,7 +37,6 @@ class Tick:
 class Share:
     busy: float  # of all cores' time, 0..1
     steal: float
-    ticks: int
     slowest_flush: float  # seconds, of the probe's flushes begun in the window
 
 
@@ -71,12 +71,9 @@ class MachineSampler:
         last = psutil.cpu_times()
         while not self._stop.wait(INTERVAL_S):
             now = psutil.cpu_times()
-            total = sum(now) - sum(last)
-            idle = (now.idle + now.iowait) - (last.idle + last.iowait)
+            total, busy, steal = cpu_between(last, now)
             if total > 0:
-                self.ticks.append(
-                    Tick(time.time(), total, total - idle, now.steal - last.steal)
-                )
+                self.ticks.append(Tick(time.time(), total, busy, steal))
             last = now
 
     def share(self, start: float, end: float) -> Share:
@@ -85,11 +82,10 @@ class MachineSampler:
         total = sum(t.total for t in ticks)
         slowest = max((s for b, s in self.flushes if start <= b <= end), default=0.0)
         if not total:
-            return Share(0.0, 0.0, 0, slowest)
+            return Share(0.0, 0.0, slowest)
         return Share(
             sum(t.busy for t in ticks) / total,
             sum(t.steal for t in ticks) / total,
-            len(ticks),
             slowest,
         )
 
@@ -107,6 +103,14 @@ class MachineSampler:
             self._stop.set()
             for thread in self._threads:
                 thread.join()
+
+
+def cpu_between(before: Any, after: Any) -> tuple[float, float, float]:
+    """CPU seconds of every core between two `psutil.cpu_times()`: in all, not idle
+    (steal included), stolen."""
+    total = sum(after) - sum(before)
+    idle = (after.idle + after.iowait) - (before.idle + before.iowait)
+    return total, total - idle, after.steal - before.steal
 
 
 def outside_cpu() -> dict[int, tuple[str, float]]:

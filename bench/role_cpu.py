@@ -41,6 +41,7 @@ from bench.common import (
     wait_until_projected,
 )
 from bench.http import raw_saves, steady_posts
+from bench.machine_sampler import cpu_between
 from bench.run import club
 from projections import statistics as statistics_projection
 
@@ -85,11 +86,11 @@ def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dic
                 steady_posts(api, lesson, who, rate, authorizations)
             wait_until_projected(container)
             spent = {name: cpu_seconds(p) - before[name] for name, p in procs.items()}
-            busy, stolen = _busy_share(busy_before, psutil.cpu_times())
+            total, busy, stolen = cpu_between(busy_before, psutil.cpu_times())
     return {
         "cpu_ms": {name: 1000 * s / count for name, s in spent.items()},
-        "busy": busy,
-        "stolen": stolen,
+        "busy": busy / total,
+        "stolen": stolen / total,
         "chain": percentiles(occurred_to_applied(container, after, lesson)),
     }
 
@@ -113,13 +114,6 @@ def _profiled(procs: dict[str, psutil.Process], seconds: int, tree: str):
         yield
     finally:
         spy.wait(seconds + 30)
-
-
-def _busy_share(before, after) -> tuple[float, float]:
-    """The machine's busy share, and the share the host stole (bench.tail_ab)."""
-    idle = (after.idle + after.iowait) - (before.idle + before.iowait)
-    total = sum(after) - sum(before)
-    return 1 - idle / total, (after.steal - before.steal) / total
 
 
 def main(rate: float, rounds: int, trees: list[str]) -> None:
