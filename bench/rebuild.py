@@ -6,6 +6,9 @@ import time
 from datetime import UTC, datetime
 from uuid import uuid4
 
+import sqlalchemy as sa
+
+from adapters.postgres.tables import inbox
 from domain.enrollment import Enrollment
 from domain.lesson import Lesson
 from entrypoints.runtime import bootstrap
@@ -45,7 +48,14 @@ def load_notifications(container: bootstrap.Container, notifications: int) -> No
                 break
 
 
-def rebuild_rate(container: bootstrap.Container) -> float:
+def rebuild_rate(container: bootstrap.Container, *, caught_up: bool) -> float:
+    """One rebuild of `statistics`, whose live inbox holds a row for every event
+    (`caught_up`: its consumer applied the log, as a running projector has; the
+    first rebuild's switch leaves it so) or none (no consumer applied any: every
+    event is digested and recorded in the shadow inbox)."""
+    if not caught_up:
+        with container.engine.begin() as conn:
+            conn.execute(sa.delete(inbox).where(inbox.c.consumer == statistics.NAME))
     return bootstrap.build_rebuild(container, statistics.NAME).run().rate
 
 
