@@ -1,5 +1,6 @@
 """The Club application on the in-memory (POPO) event store."""
 
+from collections.abc import Iterator
 from uuid import uuid4
 
 import pytest
@@ -19,19 +20,25 @@ from tests.builders import enroll_command, profile, schedule_lesson
 
 
 @pytest.fixture(params=["popo", "postgres"])
-def app(request: pytest.FixtureRequest) -> ClubApplication:
+def app(request: pytest.FixtureRequest) -> Iterator[ClubApplication]:
     """The same use cases in memory and on PostgreSQL."""
     students = InMemoryStudentDirectory()
     for n in range(5):
         students.save(profile(f"s-{n}"))
     if request.param == "popo":
-        return ClubApplication(students=students, answers=InMemoryAnswerStore())
+        yield ClubApplication(students=students, answers=InMemoryAnswerStore())
+        return
     url = request.getfixturevalue("database_url")
     migrate_database(url)
-    answers = SqlAnswerStore(create_engine(url))
-    return ClubApplication(
-        env=eventsourcing_env(url), students=students, answers=answers
+    engine = create_engine(url)
+    app = ClubApplication(
+        env=eventsourcing_env(url), students=students, answers=SqlAnswerStore(engine)
     )
+    yield app
+    # Closed here, not by the collector: `__del__` may run in one of the pool's
+    # own threads, which cannot join itself (an unraisable error in a later test).
+    app.close()
+    engine.dispose()
 
 
 def schedule(app: ClubApplication, capacity: int = 2) -> Lesson:

@@ -7,6 +7,7 @@ enrollment in one transaction; PostgreSQL is where that is proven).
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from datetime import timedelta
 from uuid import uuid4
 
@@ -45,12 +46,17 @@ POLICY = SagaPolicy()
 
 
 @pytest.fixture(params=["popo", "postgres"])
-def world(request: pytest.FixtureRequest) -> World:
+def world(request: pytest.FixtureRequest) -> Iterator[World]:
     if request.param == "popo":
-        return World()
+        yield World()
+        return
     url = request.getfixturevalue("database_url")
     migrate_database(url)
-    return World(env=eventsourcing_env(url))
+    w = World(env=eventsourcing_env(url))
+    yield w
+    # Closed here, not by the collector: `__del__` may run in one of the pool's
+    # own threads, which cannot join itself (an unraisable error in a later test).
+    w.app.close()
 
 
 @pytest.fixture
