@@ -112,7 +112,9 @@ def role(
         proc.wait(10)
 
 
-def wait_until_projected(container: bootstrap.Container, timeout: float = 120) -> None:
+def wait_until_projected(
+    container: bootstrap.Container, timeout: float = 120, poll: float = 0.1
+) -> None:
     """Until the statistics projection counts every enrollment in the event store."""
     deadline = time.monotonic() + timeout
     while not (
@@ -120,7 +122,7 @@ def wait_until_projected(container: bootstrap.Container, timeout: float = 120) -
     ).caught_up:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the statistics projection lags: {totals}")
-        time.sleep(0.1)
+        time.sleep(poll)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ Rounds interleave the trees, so load from elsewhere falls on all alike. A round:
 3 s of warm-up, then 10 s at RATE into one lesson; each role's CPU (user + system,
 from the kernel) over the measured window divided by its enrollments, the whole
 machine's busy share and the share the host stole, and occurred -> applied
-percentiles (as bench.chain).
+percentiles (as bench.chain), split where JetStream stored the event (bench.chain.hops).
 CLUB_PROFILE_ROLE=relay (or api, projector) also samples that role with py-spy;
 CLUB_PRELOAD=N first saves N enrollments in-process (a database that has history).
 """
@@ -31,7 +31,7 @@ from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database
 from bench.callers import students_authorizations
-from bench.chain import occurred_to_applied
+from bench.chain import hops, occurred_to_applied
 from bench.common import (
     embedded_servers,
     new_lesson,
@@ -92,6 +92,7 @@ def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dic
         "busy": busy / total,
         "stolen": stolen / total,
         "chain": percentiles(occurred_to_applied(container, after, lesson)),
+        "hops": hops(container, nats_url, after, lesson),
     }
 
 
@@ -143,6 +144,13 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
                 k: statistics.median(r["chain"][k] for r in rows)
                 for k in ("p50_ms", "p99_ms")
             },
+            "hops": {
+                hop: {
+                    k: statistics.median(r["hops"][hop][k] for r in rows)
+                    for k in ("p50_ms", "p99_ms")
+                }
+                for hop in rows[0]["hops"]
+            },
         }
         print(f"{tree}: median {_line(median)}")
 
@@ -150,10 +158,15 @@ def main(rate: float, rounds: int, trees: list[str]) -> None:
 def _line(run: dict) -> str:
     cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in run["cpu_ms"].items())
     chain = run["chain"]
+    split = "; ".join(
+        f"{hop} p50 {p['p50_ms']:.1f}, p99 {p['p99_ms']:.1f} ms"
+        for hop, p in run["hops"].items()
+    )
     return (
         f"CPU ms/enrollment {cpu}; machine {100 * run['busy']:.0f}% busy, "
         f"{100 * run['stolen']:.1f}% stolen; "
         f"occurred->applied p50 {chain['p50_ms']:.1f} ms, p99 {chain['p99_ms']:.1f} ms"
+        f" ({split})"
     )
 
 

@@ -37,7 +37,7 @@ from application.contracts.envelope import Envelope
 from application.contracts.mapping import published_envelopes
 from bench import peer_outbox, peer_plain
 from bench.callers import verification_us
-from bench.chain import chain_latencies
+from bench.chain import chain_enrollments, chain_latencies
 from bench.common import RUNS, SCALE, role, series, summary, timed
 from bench.http import (
     http_enrollments,
@@ -66,6 +66,7 @@ MEMORY_EVENTS = int(100_000 * SCALE)
 CLUSTER_NOTIFICATIONS = int(20_000 * SCALE)  # ~10,000 published
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 VERIFICATION = "token verification, µs per request"
+CHAIN_CAPACITY = "enrollments/s over HTTP with the chain running, 8 clients"
 PEER_CLIENTS = (1, 8, 64)  # Club against each peer
 # (share of capacity, fraction, (enrollment goal, commit -> projection goal))
 LATENCY_LOADS = (
@@ -162,13 +163,43 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
                 role(url, s.nats_url, "relay"),
                 role(url, s.nats_url, "projector", "statistics"),
             ):
-                for share, rate, (_, chain_goal) in loads:
+                # The chain's latency at a share of the chain's capacity: with the
+                # relay and the projector on the same cores, the API's capacity
+                # alone is past it (docs/decisions/2026-12-06-chain-latency-at-
+                # the-chains-capacity.md).
+                chain = series(chain_enrollments(container, api, 8))
+                out["context"][CHAIN_CAPACITY] = summary(chain) | {
+                    "is": "8 clients over HTTP, counted until projected, with the "
+                    "relay and the projector running"
+                }
+                chain_loads = [
+                    (share, round(statistics.median(chain) * fraction), goals)
+                    for share, fraction, goals in LATENCY_LOADS
+                ]
+                for share, rate, (_, chain_goal) in chain_loads:
                     count = max(100, 5 * rate)
                     out["latency"][
-                        f"commit -> projection at {share} capacity ({rate}/s)"
+                        f"commit -> projection at {share} of the chain's capacity "
+                        f"({rate}/s)"
                     ] = _median_of(
-                        partial(chain_latencies, container, api, rate, count)
+                        partial(
+                            chain_latencies, container, api, rate, count, s.nats_url
+                        )
                     ) | {"goal": chain_goal, "rate": rate}
+                _, rate, _ = loads[-1]
+                out["latency"][
+                    f"commit -> projection at three quarters of the API's capacity "
+                    f"({rate}/s)"
+                ] = _median_of(
+                    partial(
+                        chain_latencies,
+                        container,
+                        api,
+                        rate,
+                        max(100, 5 * rate),
+                        s.nats_url,
+                    )
+                ) | {"goal": "none: context, the API's rate above", "rate": rate}
 
 
 def stack_section(s: Servers, out: dict[str, Any]) -> None:
@@ -454,7 +485,13 @@ def _median_of(measure: Callable[[], dict[str, float]]) -> dict[str, Any]:
             began = time.time()
             run = measure()
             window = machine.share(began, time.time())
-        runs.append(run | {"stolen_share": round(window.steal, 4)})
+        runs.append(
+            run
+            | {
+                "stolen_share": round(window.steal, 4),
+                "busy_share": round(window.busy, 3),
+            }
+        )
         print(json.dumps(runs[-1]), flush=True)  # each run, beside the median
     medians = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
     return medians | {"runs": runs}
@@ -550,16 +587,7 @@ def report(out: dict[str, Any], *, full: bool) -> None:
             f"{verify['max']:.1f}; {verify['is']})"
         )
     _print_http_stacks(console, out["http stack"])
-    for name, figures in out["latency"].items():
-        console.print(
-            f"{name}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
-            f" (goal {figures['goal']}; runs' p99 and stolen share: "
-            + ", ".join(
-                f"{run['p99_ms']:.1f} ms {run['stolen_share']:.1%}"
-                for run in figures.get("runs", [])
-            )
-            + ")"
-        )
+    _print_latency(console, out["latency"])
     if out["write path"]:
         writes = Table(
             title="Event-store writes/s (in-process saves of Lesson + Enrollment)"
@@ -590,6 +618,30 @@ def report(out: dict[str, Any], *, full: bool) -> None:
             f"({memory['growth']:+.1%}; goal < +10%)"
         )
     print(f"written to {target}")
+
+
+def _print_latency(console: Console, latency: dict[str, Any]) -> None:
+    """Each latency row, its runs with the host's steal and the machine's busy
+    share, and for the chain where its time went on each side of the stream."""
+    for name, figures in latency.items():
+        console.print(
+            f"{name}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
+            f" (goal {figures['goal']}; runs' p99, stolen share (machine busy): "
+            + ", ".join(
+                f"{run['p99_ms']:.1f} ms {run['stolen_share']:.1%}"
+                f" ({run.get('busy_share', 0):.0%} busy)"
+                for run in figures.get("runs", [])
+            )
+            + ")"
+        )
+        if "to_stream_p99_ms" in figures:
+            console.print(
+                f"  of which occurred -> stored in JetStream p50 "
+                f"{figures['to_stream_p50_ms']:.1f} ms, p99 "
+                f"{figures['to_stream_p99_ms']:.1f} ms; stored -> applied p50 "
+                f"{figures['from_stream_p50_ms']:.1f} ms, p99 "
+                f"{figures['from_stream_p99_ms']:.1f} ms"
+            )
 
 
 if __name__ == "__main__":
