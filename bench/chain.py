@@ -66,11 +66,11 @@ def chain_latencies(
     recorder = container.app.recorder
     after = recorder.max_notification_id() or 0
     lesson = new_lesson(container.app, count)
-    steady(api, lesson, students(container, count), rate)
+    _, window = steady(api, lesson, students(container, count), rate)
     wait_until_projected(container)
     seconds = occurred_to_applied(container, after, lesson)
     assert len(seconds) == count, (len(seconds), count)
-    figures = percentiles(seconds)
+    figures = percentiles(seconds) | window
     if nats_url is not None:
         split = hops(container, nats_url, after, lesson)
         for side, hop in (("to_stream", TO_STREAM), ("from_stream", FROM_STREAM)):

@@ -26,7 +26,16 @@ from bench.common import (
 )
 from domain.enrollment import Enrollment
 
-HTTP_REQUESTS = 400  # per run, shared by the clients
+HTTP_REQUESTS = 800  # per run, shared by the clients; at least 25 each
+PER_CLIENT_AT_LEAST = 25  # 64 clients of a few requests each measured their start
+
+
+def requests_for(clients: int) -> int:
+    """A closed-loop run's requests: a few seconds of work, whatever the clients
+    (at 400 a run, the same figure moved by a fifth from one run to the next)."""
+    return max(HTTP_REQUESTS, PER_CLIENT_AT_LEAST * clients)
+
+
 SENDERS = 16  # open-loop sender threads, each with its own kept-alive connection
 
 
@@ -37,12 +46,12 @@ def http_enrollments(
     Each student enrolls itself with its own token. What exists before anyone
     enrolls — the lessons, the students' profiles, their tokens — is made before
     the clock starts, as for the peers below."""
-    per_client = HTTP_REQUESTS // clients
+    per_client = requests_for(clients) // clients
 
     def prepare() -> tuple[list[UUID], list[str], list[str]]:
         who = register(container, student_ids(per_client * clients))
         if one_lesson:
-            lessons = [new_lesson(container.app, HTTP_REQUESTS)] * clients
+            lessons = [new_lesson(container.app, per_client * clients)] * clients
         else:
             lessons = [new_lesson(container.app, per_client) for _ in range(clients)]
         return lessons, who, students_authorizations(who)
@@ -56,7 +65,7 @@ def http_enrollments(
 
 def peer_enrollments(api: str, database_url: str, clients: int) -> Staged:
     """The same closed loop against the plain peer (bench.peer_plain)."""
-    per_client = HTTP_REQUESTS // clients
+    per_client = requests_for(clients) // clients
 
     def prepare() -> tuple[list[UUID], list[str]]:
         lessons = peer_plain.new_lessons(database_url, per_client, clients)
@@ -71,7 +80,7 @@ def peer_enrollments(api: str, database_url: str, clients: int) -> Staged:
 def outbox_peer_enrollments(api: str, database_url: str, clients: int) -> Staged:
     """The same closed loop against the hand-written outbox (bench.peer_outbox),
     each student with its own token, as for Club."""
-    per_client = HTTP_REQUESTS // clients
+    per_client = requests_for(clients) // clients
 
     def prepare() -> tuple[list[UUID], list[str], list[str]]:
         lessons = peer_outbox.new_lessons(database_url, per_client, clients)
@@ -121,7 +130,7 @@ def http_floor(api: str, clients: int) -> Callable[[], int]:
     this client) allows on this machine, with no database work at all."""
 
     def work() -> int:
-        per_client = HTTP_REQUESTS // clients
+        per_client = requests_for(clients) // clients
 
         def client(_: int) -> int:
             with httpx.Client(base_url=api, timeout=30) as http:
@@ -136,13 +145,13 @@ def http_floor(api: str, clients: int) -> Callable[[], int]:
 
 
 def raw_saves(
-    app: ClubApplication, clients: int, total: int = HTTP_REQUESTS
+    app: ClubApplication, clients: int, total: int | None = None
 ) -> Callable[[], int]:
     """The same two aggregates saved by eventsourcing in-process: the floor.
     Each client saves into a lesson of its own, so only the store serialises them."""
 
     def work() -> int:
-        per_client = total // clients
+        per_client = (total or requests_for(clients)) // clients
         lessons = [new_lesson(app, per_client) for _ in range(clients)]
 
         def client(i: int) -> int:
@@ -165,14 +174,22 @@ def raw_saves(
 
 def steady_latencies(container, api: str, rate: float, count: int) -> dict[str, float]:
     lesson = new_lesson(container.app, count)
-    return percentiles(steady(api, lesson, students(container, count), rate))
+    latencies, window = steady(api, lesson, students(container, count), rate)
+    return percentiles(latencies) | window
 
 
-def steady(api: str, lesson: UUID, who: Sequence[str], rate: float) -> list[float]:
+def steady(
+    api: str, lesson: UUID, who: Sequence[str], rate: float
+) -> tuple[list[float], dict[str, float]]:
     """Open loop: request i is sent at start + i / rate, whatever came before.
-    Returns each request's latency in seconds."""
+    Returns each request's latency in seconds, and the loop's window (unix
+    seconds: `window_began`, the first send; `window_ended`, the last answer)."""
     posted = steady_posts(api, lesson, who, rate, students_authorizations(who))
-    return [ended - began for began, ended in posted]
+    window = {
+        "window_began": min(began for began, _ in posted),
+        "window_ended": max(ended for _, ended in posted),
+    }
+    return [ended - began for began, ended in posted], window
 
 
 def steady_posts(

@@ -478,13 +478,18 @@ SECTIONS: dict[str, Callable[[Servers, dict[str, Any]], None]] = {
 def _median_of(measure: Callable[[], dict[str, float]]) -> dict[str, Any]:
     """The median of each figure over RUNS runs, and each run with the share of the
     machine's CPU the hypervisor took meanwhile (bench/machine_sampler.py): a run
-    whose tail is long while it was stolen from is the host's, not Club's."""
+    whose tail is long while it was stolen from is the host's, not Club's. A
+    measure that returns `window_began` and `window_ended` (an open loop's first
+    send and last answer) has the shares taken over that window alone, without
+    what it prepared before or read after."""
     runs = []
     for _ in range(RUNS):
         with MachineSampler().running() as machine:
             began = time.time()
             run = measure()
-            window = machine.share(began, time.time())
+            ended = time.time()
+            began = run.pop("window_began", began)
+            window = machine.share(began, run.pop("window_ended", ended))
         runs.append(
             run
             | {
