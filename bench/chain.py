@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import attrs
 import sqlalchemy as sa
 
 from adapters.nats.streams import EVENTS_STREAM, connect
@@ -84,31 +85,24 @@ def occurred_to_applied(
 ) -> list[float]:
     """For each enrollment into `lesson` stored after notification `after`, the
     seconds from its `occurred_at` to its statistics inbox row's `applied_at`."""
-    notifications = container.app.recorder.select_notifications(
-        start=after, limit=10**6, inclusive_of_start=False
-    )
-    occurred = {
-        e.event_id: e.occurred_at
-        for e in published_envelopes(container.app.mapper, notifications)
-        if e.type == "EnrollmentConfirmed" and e.data["lesson_id"] == str(lesson)
-    }
-    with container.engine.connect() as conn:
-        applied = conn.execute(
-            sa.select(inbox.c.event_id, inbox.c.applied_at).where(
-                (inbox.c.consumer == statistics.NAME)
-                & inbox.c.event_id.in_(list(occurred))
-            )
-        ).all()
-    assert len(applied) == len(occurred), (len(applied), len(occurred))
-    return [(at - occurred[event_id]).total_seconds() for event_id, at in applied]
+    return [
+        (row.applied_at - row.occurred_at).total_seconds()
+        for row in _enrollments_applied(container, after, lesson)
+    ]
 
 
-def hops(
-    container: bootstrap.Container, nats_url: str, after: int, lesson: UUID
-) -> dict[str, dict[str, float]]:
-    """occurred -> applied split where JetStream stored the event: percentiles of
-    occurred -> stored (the API's commit and the relay) and stored -> applied (the
-    broker's delivery and the projector's wake-up), from the stream's own time."""
+@attrs.frozen
+class _Applied:
+    occurred_at: datetime
+    applied_at: datetime
+    stream_seq: int
+
+
+def _enrollments_applied(
+    container: bootstrap.Container, after: int, lesson: UUID
+) -> list[_Applied]:
+    """Each enrollment into `lesson` stored after notification `after`: when it
+    occurred, and its statistics inbox row's `applied_at` and stream sequence."""
     notifications = container.app.recorder.select_notifications(
         start=after, limit=10**6, inclusive_of_start=False
     )
@@ -124,16 +118,27 @@ def hops(
                 & inbox.c.event_id.in_(list(occurred))
             )
         ).all()
+    assert len(applied) == len(occurred), (len(applied), len(occurred))
+    return [_Applied(occurred[i], at, seq) for i, at, seq in applied]
+
+
+def hops(
+    container: bootstrap.Container, nats_url: str, after: int, lesson: UUID
+) -> dict[str, dict[str, float]]:
+    """occurred -> applied split where JetStream stored the event: percentiles of
+    occurred -> stored (the API's commit and the relay) and stored -> applied (the
+    broker's delivery and the projector's wake-up), from the stream's own time."""
+    applied = _enrollments_applied(container, after, lesson)
 
     async def stored_times() -> dict[int, datetime]:
         nc = await connect(nats_url, name="bench-chain-hops")
         try:
             js = nc.jetstream()
             times = {}
-            for _, _, seq in applied:
-                at = (await js.get_msg(EVENTS_STREAM, seq)).time
-                assert at is not None, seq  # the server stamps every stored message
-                times[seq] = at
+            for row in applied:
+                at = (await js.get_msg(EVENTS_STREAM, row.stream_seq)).time
+                assert at is not None, row  # the server stamps every stored message
+                times[row.stream_seq] = at
             return times
         finally:
             await nc.close()
@@ -141,9 +146,9 @@ def hops(
     stored = asyncio.run(stored_times())
     return {
         TO_STREAM: percentiles(
-            [(stored[seq] - occurred[i]).total_seconds() for i, _, seq in applied]
+            [(stored[r.stream_seq] - r.occurred_at).total_seconds() for r in applied]
         ),
         FROM_STREAM: percentiles(
-            [(at - stored[seq]).total_seconds() for _, at, seq in applied]
+            [(r.applied_at - stored[r.stream_seq]).total_seconds() for r in applied]
         ),
     }

@@ -32,7 +32,7 @@ PER_CLIENT_AT_LEAST = 25  # 64 clients of a few requests each measured their sta
 
 def requests_for(clients: int) -> int:
     """A closed-loop run's requests: a few seconds of work, whatever the clients
-    (at 400 a run, the same figure moved by a fifth from one run to the next)."""
+    (at 400 a run, the same ratio moved by a third from one run to the next)."""
     return max(HTTP_REQUESTS, PER_CLIENT_AT_LEAST * clients)
 
 
