@@ -10,6 +10,7 @@ commit follows within a few milliseconds).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -69,38 +70,33 @@ def chain_latencies(
     lesson = new_lesson(container.app, count)
     _, window = steady(api, lesson, students(container, count), rate)
     wait_until_projected(container)
-    seconds = occurred_to_applied(container, after, lesson)
-    assert len(seconds) == count, (len(seconds), count)
-    figures = percentiles(seconds) | window
+    applied = enrollments_applied(container, after, lesson)
+    assert len(applied) == count, (len(applied), count)
+    figures = percentiles(occurred_to_applied(applied)) | window
     if nats_url is not None:
-        split = hops(container, nats_url, after, lesson)
+        split = hops(applied, nats_url)
         for side, hop in (("to_stream", TO_STREAM), ("from_stream", FROM_STREAM)):
             for key, value in split[hop].items():
                 figures[f"{side}_{key}"] = value
     return figures
 
 
-def occurred_to_applied(
-    container: bootstrap.Container, after: int, lesson: UUID
-) -> list[float]:
-    """For each enrollment into `lesson` stored after notification `after`, the
-    seconds from its `occurred_at` to its statistics inbox row's `applied_at`."""
-    return [
-        (row.applied_at - row.occurred_at).total_seconds()
-        for row in _enrollments_applied(container, after, lesson)
-    ]
+def occurred_to_applied(applied: Sequence[Applied]) -> list[float]:
+    """The seconds from each enrollment's `occurred_at` to its inbox row's
+    `applied_at`."""
+    return [(row.applied_at - row.occurred_at).total_seconds() for row in applied]
 
 
 @attrs.frozen
-class _Applied:
+class Applied:
     occurred_at: datetime
     applied_at: datetime
     stream_seq: int
 
 
-def _enrollments_applied(
+def enrollments_applied(
     container: bootstrap.Container, after: int, lesson: UUID
-) -> list[_Applied]:
+) -> list[Applied]:
     """Each enrollment into `lesson` stored after notification `after`: when it
     occurred, and its statistics inbox row's `applied_at` and stream sequence."""
     notifications = container.app.recorder.select_notifications(
@@ -119,16 +115,13 @@ def _enrollments_applied(
             )
         ).all()
     assert len(applied) == len(occurred), (len(applied), len(occurred))
-    return [_Applied(occurred[i], at, seq) for i, at, seq in applied]
+    return [Applied(occurred[i], at, seq) for i, at, seq in applied]
 
 
-def hops(
-    container: bootstrap.Container, nats_url: str, after: int, lesson: UUID
-) -> dict[str, dict[str, float]]:
+def hops(applied: Sequence[Applied], nats_url: str) -> dict[str, dict[str, float]]:
     """occurred -> applied split where JetStream stored the event: percentiles of
     occurred -> stored (the API's commit and the relay) and stored -> applied (the
     broker's delivery and the projector's wake-up), from the stream's own time."""
-    applied = _enrollments_applied(container, after, lesson)
 
     async def stored_times() -> dict[int, datetime]:
         nc = await connect(nats_url, name="bench-chain-hops")

@@ -31,7 +31,7 @@ from adapters.embedded.process import free_port
 from adapters.embedded.readiness import wait_ready
 from adapters.embedded.scratch import fresh_database
 from bench.callers import students_authorizations
-from bench.chain import hops, occurred_to_applied
+from bench.chain import enrollments_applied, hops, occurred_to_applied
 from bench.common import (
     embedded_servers,
     new_lesson,
@@ -87,12 +87,13 @@ def one_round(container, url: str, nats_url: str, tree: str, rate: float) -> dic
             wait_until_projected(container)
             spent = {name: cpu_seconds(p) - before[name] for name, p in procs.items()}
             total, busy, stolen = cpu_between(busy_before, psutil.cpu_times())
+    applied = enrollments_applied(container, after, lesson)
     return {
         "cpu_ms": {name: 1000 * s / count for name, s in spent.items()},
         "busy": busy / total,
         "stolen": stolen / total,
-        "chain": percentiles(occurred_to_applied(container, after, lesson)),
-        "hops": hops(container, nats_url, after, lesson),
+        "chain": percentiles(occurred_to_applied(applied)),
+        "hops": hops(applied, nats_url),
     }
 
 

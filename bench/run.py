@@ -172,34 +172,36 @@ def http_section(s: Servers, out: dict[str, Any]) -> None:
                     "is": "8 clients over HTTP, counted until projected, with the "
                     "relay and the projector running"
                 }
-                chain_loads = [
-                    (share, round(statistics.median(chain) * fraction), goals)
-                    for share, fraction, goals in LATENCY_LOADS
-                ]
-                for share, rate, (_, chain_goal) in chain_loads:
-                    count = max(100, 5 * rate)
-                    out["latency"][
-                        f"commit -> projection at {share} of the chain's capacity "
-                        f"({rate}/s)"
-                    ] = _median_of(
-                        partial(
-                            chain_latencies, container, api, rate, count, s.nats_url
-                        )
-                    ) | {"goal": chain_goal, "rate": rate}
-                _, rate, _ = loads[-1]
-                out["latency"][
-                    f"commit -> projection at three quarters of the API's capacity "
-                    f"({rate}/s)"
-                ] = _median_of(
-                    partial(
-                        chain_latencies,
-                        container,
-                        api,
-                        rate,
-                        max(100, 5 * rate),
-                        s.nats_url,
+                rows = [
+                    (
+                        f"{share} of the chain's capacity",
+                        round(statistics.median(chain) * fraction),
+                        chain_goal,
                     )
-                ) | {"goal": "none: context, the API's rate above", "rate": rate}
+                    for share, fraction, (_, chain_goal) in LATENCY_LOADS
+                ]
+                _, api_rate, _ = loads[-1]
+                rows.append(
+                    (
+                        "three quarters of the API's capacity",
+                        api_rate,
+                        "none: context, the API's rate above",
+                    )
+                )
+                for where, rate, goal in rows:
+                    out["latency"][f"commit -> projection at {where} ({rate}/s)"] = (
+                        _median_of(
+                            partial(
+                                chain_latencies,
+                                container,
+                                api,
+                                rate,
+                                max(100, 5 * rate),
+                                s.nats_url,
+                            )
+                        )
+                        | {"goal": goal, "rate": rate}
+                    )
 
 
 def stack_section(s: Servers, out: dict[str, Any]) -> None:
