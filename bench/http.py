@@ -199,28 +199,14 @@ def steady_posts(
     rate: float,
     authorizations: Sequence[str],
 ) -> list[tuple[float, float]]:
-    """The open loop itself: per student (in `who`'s order), when its request was
-    sent and when its 201 came back (the commit), in unix seconds. Each student
-    enrolls itself: `authorizations[i]` is who[i]'s `Authorization` value, signed
-    by the caller before the loop starts.
-
-    Each sender thread keeps one connection alive, as a browser or a gateway would
-    (a new TCP connection per request measured Nagle's delayed ACK, ~40 ms, not
-    Club), through the standard library's `http.client`: the generator shares the
-    two cores with what it measures, and httpx cost it 2.7-3.0 ms of CPU a request
-    against 1.1-1.3 ms (80/s, bench.jobs's arrivals)."""
-    done: list[tuple[float, float]] = [(0.0, 0.0)] * len(who)
-    where = urlsplit(api)
+    """The open loop of enrollments: per student (in `who`'s order), when its
+    request was sent and when its 201 came back (the commit), in unix seconds.
+    Each student enrolls itself: `authorizations[i]` is who[i]'s `Authorization`
+    value, signed by the caller before the loop starts."""
     path = f"/lessons/{lesson}/enrollments"
-    held = threading.local()
-    start = time.time() + 0.1
 
-    def send(i: int) -> None:
-        time.sleep(max(0.0, start + i / rate - time.time()))
-        began = time.time()
-        if not hasattr(held, "conn"):
-            held.conn = HTTPConnection(where.hostname or "", where.port, timeout=30)
-        held.conn.request(
+    def enroll(conn: HTTPConnection, i: int) -> None:
+        conn.request(
             "POST",
             path,
             json.dumps({"student_id": who[i]}),
@@ -230,11 +216,56 @@ def steady_posts(
                 "Authorization": authorizations[i],
             },
         )
-        response = held.conn.getresponse()
+        response = conn.getresponse()
         body = response.read()
         assert response.status == 201, body
+
+    return open_loop(api, rate, len(who), enroll)
+
+
+def floor_latencies(api: str, rate: float, count: int) -> dict[str, float]:
+    """The open loop of `GET /healthz`: the tail that the HTTP stack, this load
+    generator and this machine allow at `rate` with no database work at all; the
+    control beside the enrollment tail, measured the same way."""
+
+    def health(conn: HTTPConnection, _: int) -> None:
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        body = response.read()
+        assert response.status == 200, body
+
+    posted = open_loop(api, rate, count, health)
+    return percentiles([ended - began for began, ended in posted]) | {
+        "window_began": min(began for began, _ in posted),
+        "window_ended": max(ended for _, ended in posted),
+    }
+
+
+def open_loop(
+    api: str, rate: float, count: int, request: Callable[[HTTPConnection, int], None]
+) -> list[tuple[float, float]]:
+    """Request i (`request(conn, i)`, which reads its whole answer) is sent at
+    start + i / rate, whatever came before; returns when each was sent and
+    answered, in unix seconds.
+
+    Each sender thread keeps one connection alive, as a browser or a gateway would
+    (a new TCP connection per request measured Nagle's delayed ACK, ~40 ms, not
+    Club), through the standard library's `http.client`: the generator shares the
+    two cores with what it measures, and httpx cost it 2.7-3.0 ms of CPU a request
+    against 1.1-1.3 ms (80/s, bench.jobs's arrivals)."""
+    done: list[tuple[float, float]] = [(0.0, 0.0)] * count
+    where = urlsplit(api)
+    held = threading.local()
+    start = time.time() + 0.1
+
+    def send(i: int) -> None:
+        time.sleep(max(0.0, start + i / rate - time.time()))
+        began = time.time()
+        if not hasattr(held, "conn"):
+            held.conn = HTTPConnection(where.hostname or "", where.port, timeout=30)
+        request(held.conn, i)
         done[i] = (began, time.time())
 
     with ThreadPoolExecutor(SENDERS) as pool:
-        list(pool.map(send, range(len(who))))
+        list(pool.map(send, range(count)))
     return done
