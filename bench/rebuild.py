@@ -8,7 +8,9 @@ from uuid import uuid4
 
 import sqlalchemy as sa
 
+from adapters.postgres.recorder import select_notifications_of
 from adapters.postgres.tables import inbox
+from application.contracts.mapping import PUBLISHED_TOPICS
 from domain.enrollment import Enrollment
 from domain.lesson import Lesson
 from entrypoints.runtime import bootstrap
@@ -67,5 +69,19 @@ def raw_read_rate(container: bootstrap.Container) -> float:
         start=position, limit=2000, inclusive_of_start=False
     ):
         count += len(batch)
+        position = batch[-1].id
+    return count / (time.perf_counter() - start)
+
+
+def raw_published_read_rate(container: bootstrap.Container) -> float:
+    """What the rebuild reads and nothing else: the published rows of the log,
+    filtered by the server, in the rebuild's batch size; published events/s, the
+    rebuild's own unit (the row above counts every notification)."""
+    recorder = container.app.recorder
+    start, position, count = time.perf_counter(), 0, 0
+    while batch := select_notifications_of(
+        recorder, PUBLISHED_TOPICS, after=position, limit=2000
+    ):
+        count += sum(1 for n in batch if n.topic in PUBLISHED_TOPICS)
         position = batch[-1].id
     return count / (time.perf_counter() - start)

@@ -55,7 +55,12 @@ from bench.memory import resident_growth
 from bench.outage import outage_drain
 from bench.peer import nats_outbox_rate
 from bench.projection import club_catchup_rate, raw_catchup_rate
-from bench.rebuild import load_notifications, raw_read_rate, rebuild_rate
+from bench.rebuild import (
+    load_notifications,
+    raw_published_read_rate,
+    raw_read_rate,
+    rebuild_rate,
+)
 from bench.relay import raw_publish_once, raw_publish_rate, relay_once, relay_rate
 from bench.write_path import horizon_container, horizon_readers_never_skip
 from entrypoints.runtime import bootstrap
@@ -392,6 +397,9 @@ def projection_rows(
         "(counts notifications: 2 per published event)",
         0.3,
     )
+    out["context"]["reading the published rows of the log, events/s"] = summary(
+        [raw_published_read_rate(container) for _ in range(RUNS)]
+    ) | {"is": "what the rebuild reads, filtered by the server, nothing else"}
     out["context"]["rebuild events/s (statistics), no event applied live"] = summary(
         [rebuild_rate(container, caught_up=False) for _ in range(RUNS)]
     ) | {"is": "every event digested and recorded in the shadow inbox"}
