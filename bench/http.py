@@ -182,9 +182,19 @@ def steady(
     api: str, lesson: UUID, who: Sequence[str], rate: float
 ) -> tuple[list[float], dict[str, float]]:
     """Open loop: request i is sent at start + i / rate, whatever came before.
-    Returns each request's latency in seconds, and the loop's window (unix
-    seconds: `window_began`, the first send; `window_ended`, the last answer)."""
-    posted = steady_posts(api, lesson, who, rate, students_authorizations(who))
+    Returns each request's latency in seconds, and the loop's window
+    (`latencies_and_window`)."""
+    return latencies_and_window(
+        steady_posts(api, lesson, who, rate, students_authorizations(who))
+    )
+
+
+def latencies_and_window(
+    posted: Sequence[tuple[float, float]],
+) -> tuple[list[float], dict[str, float]]:
+    """An open loop's (sent, answered) pairs as each request's latency in seconds,
+    and the loop's window: `window_began`, the first send; `window_ended`, the
+    last answer (unix seconds)."""
     window = {
         "window_began": min(began for began, _ in posted),
         "window_ended": max(ended for _, ended in posted),
@@ -234,11 +244,8 @@ def floor_latencies(api: str, rate: float, count: int) -> dict[str, float]:
         body = response.read()
         assert response.status == 200, body
 
-    posted = open_loop(api, rate, count, health)
-    return percentiles([ended - began for began, ended in posted]) | {
-        "window_began": min(began for began, _ in posted),
-        "window_ended": max(ended for _, ended in posted),
-    }
+    latencies, window = latencies_and_window(open_loop(api, rate, count, health))
+    return percentiles(latencies) | window
 
 
 def open_loop(

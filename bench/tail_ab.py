@@ -33,7 +33,7 @@ from bench.common import (
     role,
     students,
 )
-from bench.http import steady_posts
+from bench.http import latencies_and_window, steady_posts
 from bench.machine_sampler import MachineSampler, outside_cpu, outside_used
 from bench.run import club
 
@@ -66,8 +66,8 @@ def one_round(
             who = students(container, count)
             others = outside_cpu()
             posted = steady_posts(api, lesson, who, rate, students_authorizations(who))
-    latencies = [ended - began for began, ended in posted]
-    begun, ended = posted[0][0], max(e for _, e in posted)
+    latencies, loop = latencies_and_window(posted)
+    begun, ended = loop["window_began"], loop["window_ended"]
     window = machine.share(begun, ended)
     return percentiles(latencies) | {  # as `make bench` reads them
         "max_ms": max(latencies) * 1000,
