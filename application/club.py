@@ -34,7 +34,7 @@ from application.idempotency import (
     request_id,
 )
 from application.ids import enrollment_id_for
-from application.ports import AnswerStore, StudentDirectory
+from application.ports import AnswerStore, EnrollmentLookups, StudentDirectory
 from application.webhook_receipt import WebhookUseCases
 from domain.enrollment import Enrollment
 from domain.errors import DomainError, EnrollmentCancelledError
@@ -86,8 +86,9 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
         *,
         students: StudentDirectory | None = None,
         answers: AnswerStore | None = None,
+        lookups: EnrollmentLookups | None = None,
     ) -> None:
-        super().__init__(env, students=students, answers=answers)
+        super().__init__(env, students=students, answers=answers, lookups=lookups)
         self._enrollments: GroupCommit[_Enroll, EnrollmentReply] = GroupCommit(
             self._enroll_group
         )
@@ -138,12 +139,11 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
     ) -> Answer:
         """`enroll` whose answer commits with the seat: a repeat of the request
         replays it, and a racing repeat is stopped by the key's uniqueness."""
-        recorded = self._answers().find([request]).get(request_id(request))
+        recorded, known = self._key_and_student(request, cmd.student_id)
         if recorded is not None:
             return replay(request, recorded)
-        try:
-            self._check_student(cmd.student_id)
-        except UnknownStudentError as error:
+        if not known:
+            error = UnknownStudentError(cmd.student_id)
             return self._record_alone(request, answer_for(error))
         outcome = self._enrollments.submit(
             cmd.lesson_id, _Enroll(cmd, request, answer_for)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 from uuid import UUID
 
+import attrs
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.utils import EnvType
 
 from application.backoff import BackoffPolicy, Jitter
 from application.errors import NotFoundError
-from application.ports import AnswerStore, StudentDirectory
+from application.idempotency import Recorded, Request, request_id
+from application.ports import AnswerStore, EnrollmentLookups, StudentDirectory
 from domain.lesson import Lesson
 
 MAX_ATTEMPTS = 50
@@ -30,10 +32,14 @@ class ClubStore(Application[UUID]):
         *,
         students: StudentDirectory | None = None,
         answers: AnswerStore | None = None,
+        lookups: EnrollmentLookups | None = None,
     ) -> None:
+        """`lookups`: the store's own answer to both reads before an enrollment
+        (one round trip); else `answers` and `students`, a read each."""
         super().__init__(env)
         self.students = students
         self.answers = answers
+        self._lookups = lookups
 
     def get_lesson(self, lesson_id: UUID) -> Lesson:
         try:
@@ -48,6 +54,31 @@ class ClubStore(Application[UUID]):
         if self.answers is None:
             raise RuntimeError("idempotent use cases need an AnswerStore")
         return self.answers
+
+    def _key_and_student(
+        self, request: Request, student_id: str
+    ) -> tuple[Recorded | None, bool]:
+        if self._lookups is not None:
+            return self._lookups.key_and_student(request, student_id)
+        return OneByOne(self._answers(), self.students).key_and_student(
+            request, student_id
+        )
+
+
+@attrs.frozen
+class OneByOne:
+    """`EnrollmentLookups` over any AnswerStore and StudentDirectory, a read each.
+    Without a directory every student is known: no use case checks one then."""
+
+    answers: AnswerStore
+    students: StudentDirectory | None
+
+    def key_and_student(
+        self, request: Request, student_id: str
+    ) -> tuple[Recorded | None, bool]:
+        recorded = self.answers.find([request]).get(request_id(request))
+        known = self.students is None or self.students.get(student_id) is not None
+        return recorded, known
 
 
 def back_off(attempt: int) -> None:

@@ -82,6 +82,16 @@ class AnswerStore(Protocol):
         ...
 
 
+class EnrollmentLookups(Protocol):
+    """The two reads an idempotent enrollment makes before it decides, which a
+    store may answer in one round trip: the answer recorded for the request's key
+    (None: not answered yet), and whether the student is in the directory."""
+
+    def key_and_student(
+        self, request: Request, student_id: str
+    ) -> tuple[Recorded | None, bool]: ...
+
+
 # -- e-mail and notifications --------------------------------------------------
 
 

@@ -77,7 +77,7 @@ class SqlAnswerStore:
                 ids = sa.tuple_(answers.c.scope, answers.c.key)
                 wanted = [sa.tuple_(r.scope, r.key) for r in requests]
                 rows = conn.execute(sa.select(answers).where(ids.in_(wanted)))
-            return {(row.scope, row.key): _recorded(row) for row in rows}
+            return {(row.scope, row.key): recorded_from(row) for row in rows}
 
     def record(
         self, rows: Sequence[tuple[Request, Answer]]
@@ -113,7 +113,8 @@ class SqlAnswerStore:
         return ours | self.find(raced)
 
 
-def _recorded(row: sa.Row[Any]) -> Recorded:
+def recorded_from(row: sa.Row[Any]) -> Recorded:
+    """A row with `fingerprint`, `status_code`, `body` and `headers`."""
     return Recorded(
         fingerprint=row.fingerprint,
         answer=Answer(

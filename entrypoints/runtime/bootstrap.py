@@ -35,6 +35,7 @@ from adapters.postgres import tables
 from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.deadlines import SagaDeadlines
+from adapters.postgres.enrollment_lookups import SqlEnrollmentLookups
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.rebuild import Rebuild
@@ -108,6 +109,7 @@ def build(
         env=event_store_env or eventsourcing_env(database_url),
         students=students,
         answers=SqlAnswerStore(engine),
+        lookups=SqlEnrollmentLookups(engine),
     )
     # Only nudges: it never claims, so its lease is never used.
     deadlines = SagaDeadlines(engine, owner="nudge-only", lease=1.0)

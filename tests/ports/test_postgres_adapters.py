@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from adapters.postgres.answers import SqlAnswerStore
+from adapters.postgres.enrollment_lookups import SqlEnrollmentLookups
 from adapters.postgres.inbox import (
     Applied,
     Apply,
@@ -27,6 +28,7 @@ from adapters.postgres.tables import (
 from application.contracts.envelope import Envelope
 from entrypoints.runtime.bootstrap import Container
 from tests.ports.answer_store import AnswerStoreContract
+from tests.ports.enrollment_lookups import EnrollmentLookupsContract, Stores
 from tests.ports.inbox import EffectFailedError, InboxContract
 from tests.ports.notification_store import NotificationStoreContract
 from tests.ports.student_directory import StudentDirectoryContract
@@ -48,6 +50,17 @@ class TestSqlAnswerStore(AnswerStoreContract):
     @pytest.fixture
     def store(self, container) -> SqlAnswerStore:
         return SqlAnswerStore(_emptied(container.engine, request_answers))
+
+
+class TestSqlEnrollmentLookups(EnrollmentLookupsContract):
+    @pytest.fixture
+    def stores(self, container) -> Stores:
+        engine = _emptied(_emptied(container.engine, students), request_answers)
+        return Stores(
+            SqlEnrollmentLookups(engine),
+            SqlAnswerStore(engine),
+            SqlStudentDirectory(engine),
+        )
 
 
 class TestSqlNotificationStore(NotificationStoreContract):
