@@ -11,7 +11,7 @@ import signal
 
 POINTS = frozenset(
     {
-        "api.before_commit",  # events inserted, transaction not committed
+        "api.before_commit",  # the insert built, not sent: nothing can commit
         "api.after_commit",  # committed, answer not stored or sent
         "relay.after_read",  # batch read from the notification log
         "relay.after_publish",  # batch sent, PubAcks not awaited

@@ -403,6 +403,7 @@ STEPS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("idempotency: find the key's answer", r"^find answers\.py"),
         ("idempotency: record an answer alone", r"^record answers\.py"),
         ("student lookup", r"^(get students\.py|_check_student )"),
+        ("key and student, one statement", r"^key_and_student "),
         ("save (events + answers, one transaction)", r"^save application\.py"),
         ("lesson read (cache fast-forward)", r"^(get_lesson|_find_enrollment) "),
         ("decide (domain)", r"^_decide_group "),

@@ -1,7 +1,7 @@
 """The answers to Idempotency-Keys, in PostgreSQL (the `AnswerStore` port).
 
 Answers that came with events are inserted by `ClubRecorder` in the events'
-transaction (`insert_answers`); this store reads them and keeps the answers of
+transaction (its insert function); this store reads them and keeps the answers of
 requests that changed nothing. These rows are what makes a repeat recognisable, so
 they commit as durably as the events they answer.
 """
@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from psycopg import Cursor
-from psycopg.types.json import Jsonb
 from sqlalchemy.dialects.postgresql import insert
 
 from adapters.postgres.tables import request_answers as answers
@@ -24,34 +22,6 @@ from application.idempotency import (
     RequestId,
     request_id,
 )
-
-_INSERT = (
-    "INSERT INTO request_answers (scope, key, fingerprint, status_code, body, headers)"
-    " VALUES (%s, %s, %s, %s, %s, %s)"
-)
-
-
-def insert_answers(curs: Cursor[Any], rows: Sequence[tuple[Request, Answer]]) -> None:
-    """Inside the events' transaction, in its pipeline. No ON CONFLICT: a key
-    answered meanwhile by a racing attempt must fail this transaction, events and
-    all; the pipeline's Sync raises it, as the first error (an IntegrityError)."""
-    if not rows:
-        return
-    curs.executemany(
-        _INSERT,
-        [
-            (
-                request.scope,
-                request.key,
-                request.fingerprint,
-                answer.status_code,
-                Jsonb(answer.body),
-                Jsonb(dict(answer.headers)),
-            )
-            for request, answer in rows
-        ],
-    )
-
 
 # Built once: SQLAlchemy caches a compiled statement by the statement object, and
 # building a tuple IN per call cost about as much as the read (1.1 -> 0.6 ms CPU).

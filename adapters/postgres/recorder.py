@@ -11,17 +11,18 @@ Idempotency-Key recognises a commit whose reply was lost. The pool pings no
 connection before use (docs/decisions/2026-11-30-no-pre-ping.md): the first
 statement on a dead one fails at once, and is retried by these rules.
 
-An insert is one round trip: BEGIN, the answers, the table lock, the events and
-COMMIT go out together and are read back after one Sync (the library's syncs after
-the answers, after the events and around its COMMIT: six round trips). Since its
-COMMIT goes out before any reply is read, an insert first asks its connection's
-socket whether the server closed it while idle (`server_spoke`, no round trip), and
-only then checks it: a connection found dead there has been sent nothing.
+An insert is one statement, its own transaction (the connections are in
+autocommit): a function `club migrate` creates inserts the answers, takes the
+table lock, notifies and inserts the events (the library's way: six round trips;
+a pipeline of seven statements: one round trip, but twice the Python of one
+statement). Since a statement that reaches the server may commit, an insert first
+asks its connection's socket whether the server closed it while idle
+(`server_spoke`, no round trip), and only then checks it: a connection found dead
+there has been sent nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
@@ -32,17 +33,16 @@ from eventsourcing.persistence import (
     InterfaceError,
     Notification,
     OperationalError,
+    ProgrammingError,
     StoredEvent,
 )
-from eventsourcing.postgres import PostgresApplicationRecorder
-from psycopg import Connection
-from psycopg.pq import TransactionStatus
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
+from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from adapters.crash import crash_point
-from adapters.postgres.answers import insert_answers
 from adapters.postgres.call_deadline import deadline_passed
 from adapters.postgres.database import server_spoke
 from application.idempotency import Answer, Request
@@ -65,13 +65,28 @@ class _Progress:
 
 
 class ClubRecorder(PostgresApplicationRecorder):
+    def __init__(
+        self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"
+    ) -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        names = {
+            "schema": Identifier(datastore.schema),
+            "function": Identifier(f"{events_table_name}_insert"),
+            "table": Identifier(events_table_name),
+            "event": Identifier(self.stored_event_type_name),
+            "channel": Identifier(self.channel_name),
+        }
+        self.sql_create_statements.append(SQL(_INSERT_FUNCTION).format(**names))
+        self._insert = SQL(_INSERT).format(**names)
+        self._lock_timeout = f"{datastore.lock_timeout}s"
+
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
         for retry in (False, True):
             progress = _Progress()
             try:
-                ids = self._insert_in_one_round_trip(
+                ids = self._insert_in_one_statement(
                     stored_events, progress=progress, **kwargs
                 )
             except CONNECTION_LOST as error:
@@ -153,7 +168,7 @@ class ClubRecorder(PostgresApplicationRecorder):
         else:
             self.datastore.pool.check()
 
-    def _insert_in_one_round_trip(
+    def _insert_in_one_statement(
         self,
         stored_events: Sequence[StoredEvent],
         *,
@@ -161,46 +176,42 @@ class ClubRecorder(PostgresApplicationRecorder):
         answers: Sequence[tuple[Request, Answer]] = (),
         **_: Any,  # `tracking`: an application recorder keeps none (the library's)
     ) -> Sequence[int]:
-        """The requests' answers (`save(..., answers=...)`) commit with the events.
-        A failing statement makes the server skip the rest up to the Sync, COMMIT
-        included; the first error is raised (a key answered meanwhile by a racing
-        attempt, or a version taken: IntegrityError)."""
-        rows = [
+        """The requests' answers (`save(..., answers=...)`) commit with the events,
+        or neither does: the first error is raised (a key answered meanwhile by a
+        racing attempt, or a version taken: IntegrityError)."""
+        events = [
             self.construct_pg_stored_event(
                 event.originator_id, event.originator_version, event.topic, event.state
             )
             for event in stored_events
         ]
+        requests = [request for request, _ in answers]
+        values = (
+            [request.scope for request in requests],
+            [request.key for request in requests],
+            [request.fingerprint for request in requests],
+            [answer.status_code for _, answer in answers],
+            [Jsonb(answer.body) for _, answer in answers],
+            [Jsonb(dict(answer.headers)) for _, answer in answers],
+            events,
+            self._lock_timeout,
+        )
         with (
             self.datastore.get_connection() as conn,
-            conn.cursor() as curs,
-            conn.cursor() as inserted,
+            conn.cursor(row_factory=tuple_row) as curs,
         ):
+            if not conn.autocommit:  # the statement would commit nothing
+                raise ProgrammingError("the event store's connections must autocommit")
             if server_spoke(conn):  # it closed this idle connection: say so now,
                 ConnectionPool.check_connection(conn)  # before anything is sent
+            crash_point("api.before_commit")  # nothing sent: nothing can commit
+            progress.committing = True
             try:
-                with conn.pipeline():  # its end sends the one Sync and reads back
-                    curs.execute("BEGIN", prepare=True)
-                    insert_answers(curs, answers)
-                    self._lock_table(curs)
-                    self._notify_channel(curs)
-                    statement = self.insert_events_statement
-                    inserted.execute(statement, (rows,), prepare=True)
-                    crash_point("api.before_commit")  # sent, not committed
-                    progress.committing = True
-                    curs.execute("COMMIT", prepare=True)
-            except psycopg.Error:
-                _roll_back(conn)
-                raise
-            return [row["notification_id"] for row in inserted.fetchall()]
-
-
-def _roll_back(conn: Connection[Any]) -> None:
-    """A failed statement left the transaction open, aborted (a lost connection
-    left nothing to roll back: the pool drops it)."""
-    if conn.info.transaction_status == TransactionStatus.INERROR:
-        with contextlib.suppress(psycopg.Error):
-            conn.execute("ROLLBACK")
+                curs.execute(self._insert, values, prepare=True)
+            except psycopg.errors.UndefinedFunction as missing:
+                msg = f"{missing.diag.message_primary}: run `club migrate`"
+                raise ProgrammingError(msg) from missing
+            return [notification_id for (notification_id,) in curs.fetchall()]
 
 
 # The server ended the session (admin shutdown, crash, cannot connect now) or the
@@ -269,3 +280,39 @@ def select_stretch_of(
         start=after, limit=limit, inclusive_of_start=False
     )
     return Stretch(notifications, at_end=len(notifications) < limit)
+
+
+# The insert, as `club migrate` creates it with the event store: its statements in
+# the order the pipeline sent them. The answers go in before the table lock (a key
+# answered by a racing attempt fails before it waits); the lock serialises the
+# writers, so notification ids are committed in the order they are drawn (the
+# library's reason, `PostgresApplicationRecorder._lock_table`).
+_INSERT_FUNCTION = """
+CREATE OR REPLACE FUNCTION {schema}.{function}(
+  scopes text[], keys text[], fingerprints text[], status_codes integer[],
+  bodies jsonb[], headers jsonb[], events {schema}.{event}[], lock_timeout text
+) RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+BEGIN
+  IF cardinality(scopes) > 0 THEN
+    INSERT INTO request_answers (scope, key, fingerprint, status_code, body, headers)
+    SELECT * FROM unnest(scopes, keys, fingerprints, status_codes, bodies, headers);
+  END IF;
+  PERFORM set_config('lock_timeout', lock_timeout, true);
+  LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE;
+  NOTIFY {channel};
+  RETURN QUERY
+    INSERT INTO {schema}.{table} AS t (originator_id, originator_version, topic, state)
+    SELECT originator_id, originator_version, topic, state FROM unnest(events)
+    RETURNING notification_id;
+END
+$$
+"""
+
+# Binary parameters: psycopg dumps a text array's elements through a regular
+# expression each; cast, so that the function is found whatever they carry.
+_INSERT = """
+SELECT * FROM {schema}.{function}(
+  %b::text[], %b::text[], %b::text[], %b::integer[],
+  %b::jsonb[], %b::jsonb[], %b::{schema}.{event}[], %b::text
+)
+"""
