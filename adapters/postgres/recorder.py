@@ -13,12 +13,12 @@ statement on a dead one fails at once, and is retried by these rules.
 
 An insert is one statement, its own transaction (the connections are in
 autocommit): a function `club migrate` creates inserts the answers, takes the
-table lock, notifies and inserts the events (the library's way: six round trips;
-a pipeline of seven statements: one round trip, but twice the Python of one
-statement). Since a statement that reaches the server may commit, an insert first
-asks its connection's socket whether the server closed it while idle
-(`server_spoke`, no round trip), and only then checks it: a connection found dead
-there has been sent nothing.
+table lock, notifies and inserts the events. The library's insert takes six round
+trips; the same seven statements in one pipeline take one, but psycopg's Python for
+each cost twice what the one statement does. Since a statement that reaches the
+server may commit, an insert first asks its connection's socket whether the server
+closed it while idle (`server_spoke`, no round trip), and only then checks it: a
+connection found dead there has been sent nothing.
 """
 
 from __future__ import annotations
@@ -282,11 +282,10 @@ def select_stretch_of(
     return Stretch(notifications, at_end=len(notifications) < limit)
 
 
-# The insert, as `club migrate` creates it with the event store: its statements in
-# the order the pipeline sent them. The answers go in before the table lock (a key
-# answered by a racing attempt fails before it waits); the lock serialises the
-# writers, so notification ids are committed in the order they are drawn (the
-# library's reason, `PostgresApplicationRecorder._lock_table`).
+# The insert, as `club migrate` creates it with the event store. The answers go in
+# before the table lock (a key answered by a racing attempt fails before it waits);
+# the lock serialises the writers, so notification ids are committed in the order
+# they are drawn (the library's reason, `PostgresApplicationRecorder._lock_table`).
 _INSERT_FUNCTION = """
 CREATE OR REPLACE FUNCTION {schema}.{function}(
   scopes text[], keys text[], fingerprints text[], status_codes integer[],
@@ -309,7 +308,8 @@ $$
 """
 
 # Binary parameters: psycopg dumps a text array's elements through a regular
-# expression each; cast, so that the function is found whatever they carry.
+# expression each. Cast, because an empty list names no type, and small ints are
+# dumped as smallint: the function is found whatever the lists hold.
 _INSERT = """
 SELECT * FROM {schema}.{function}(
   %b::text[], %b::text[], %b::text[], %b::integer[],
