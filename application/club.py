@@ -175,6 +175,7 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
             try:
                 if new:
                     self.save(lesson, *new, answers=answers)
+                    self._keep_warm(lesson)
                 elif answers:
                     stored = self._answers().record(answers)
                     outcomes = _replayed(outcomes, [group[i] for i in todo], stored)

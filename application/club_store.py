@@ -50,6 +50,16 @@ class ClubStore(Application[UUID]):
             raise NotFoundError("lesson", lesson_id)
         return lesson
 
+    def _keep_warm(self, lesson: Lesson) -> None:
+        """The lesson just saved replaces its cached copy, which the next read
+        would otherwise fast-forward by decoding the events this save wrote. The
+        library leaves the old copy when it fast-forwards: a caller may change an
+        aggregate after saving it; the group commit never does. A newer version
+        written meanwhile by another process is still read: the fast-forward asks
+        for every version after the cached one."""
+        if self.repository.cache is not None:
+            self.repository.cache.put(lesson.id, lesson)
+
     def _answers(self) -> AnswerStore:
         if self.answers is None:
             raise RuntimeError("idempotent use cases need an AnswerStore")
