@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import threading
@@ -235,7 +236,9 @@ def _accepted_by_recipient_order(sandbox: str, who: list[str]) -> dict[str, floa
 
 
 def _seconds(moment: float | None) -> float:
-    return float("nan") if moment is None else moment
+    """A moment never reached within the run is later than any time measured:
+    infinity keeps the median of three a time, or says never; NaN made it NaN."""
+    return math.inf if moment is None else moment
 
 
 def _in_background(work: Callable[[], object]) -> threading.Thread:
