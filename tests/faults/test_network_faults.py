@@ -59,7 +59,9 @@ def test_a_lost_commit_reply_is_recognised_as_ours_on_retry(events_via_proxy) ->
     ).json()["lesson_id"]
     key = str(uuid4())
 
-    proxy.trap_reply_to(b"COMMIT")
+    # The enrollment's insert is one statement, its own transaction: its reply
+    # is the commit's. Prepared, it names no SQL; its parameters carry the topic.
+    proxy.trap_reply_to(b"Enrollment.Confirmed")
     lost = http.post(
         f"/lessons/{lesson}/enrollments",
         json={"student_id": student},
