@@ -18,7 +18,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import EnvType
 
-from application.club_store import MAX_ATTEMPTS, back_off
+from application.club_store import MAX_ATTEMPTS, back_off, is_known
 from application.commands import CancelEnrollment, EnrollStudent, ScheduleLesson
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from application.exports import ExportUseCases
@@ -152,7 +152,7 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
         return outcome
 
     def _check_student(self, student_id: str) -> None:
-        if self.students is not None and self.students.get(student_id) is None:
+        if not is_known(self.students, student_id):
             raise UnknownStudentError(student_id)
 
     def _enroll_group(

@@ -77,8 +77,7 @@ class ClubStore(Application[UUID]):
 
 @attrs.frozen
 class OneByOne:
-    """`EnrollmentLookups` over any AnswerStore and StudentDirectory, a read each.
-    Without a directory every student is known: no use case checks one then."""
+    """`EnrollmentLookups` over any AnswerStore and StudentDirectory, a read each."""
 
     answers: AnswerStore
     students: StudentDirectory | None
@@ -87,8 +86,13 @@ class OneByOne:
         self, request: Request, student_id: str
     ) -> tuple[Recorded | None, bool]:
         recorded = self.answers.find([request]).get(request_id(request))
-        known = self.students is None or self.students.get(student_id) is not None
-        return recorded, known
+        return recorded, is_known(self.students, student_id)
+
+
+def is_known(students: StudentDirectory | None, student_id: str) -> bool:
+    """Whether a use case may act for this student: it has a profile (its e-mails
+    need the address), or there is no directory and no use case checks one."""
+    return students is None or students.get(student_id) is not None
 
 
 def back_off(attempt: int) -> None:

@@ -17,7 +17,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
-from application.club_store import MAX_ATTEMPTS, ClubStore, back_off
+from application.club_store import MAX_ATTEMPTS, ClubStore, back_off, is_known
 from application.errors import ContentionError, NotFoundError, UnknownStudentError
 from application.idempotency import KeyReusedError
 from application.ids import CLUB_NS
@@ -72,8 +72,7 @@ class PurchaseUseCases(ClubStore):
     ) -> PurchaseView:
         """Hold a seat at the lesson's current price until `now + hold_seconds`."""
         purchase_id = purchase_id_for(lesson_id, request_id)
-        students = self.students
-        if students is not None and students.get(student_id) is None:
+        if not is_known(self.students, student_id):
             raise UnknownStudentError(student_id)  # e-mails need the profile's address
         for attempt in range(MAX_ATTEMPTS):
             earlier = self._find_purchase(purchase_id)
