@@ -34,12 +34,14 @@ class ClubStore(Application[UUID]):
         answers: AnswerStore | None = None,
         lookups: EnrollmentLookups | None = None,
     ) -> None:
-        """`lookups`: the store's own answer to both reads before an enrollment
-        (one round trip); else `answers` and `students`, a read each."""
+        """`lookups`: one answer to both reads before an enrollment (one round
+        trip; the composition root may set it once the event store exists, for
+        the store's own recorder to answer); else `answers` and `students`, a
+        read each."""
         super().__init__(env)
         self.students = students
         self.answers = answers
-        self._lookups = lookups
+        self.lookups = lookups
 
     def get_lesson(self, lesson_id: UUID) -> Lesson:
         try:
@@ -68,8 +70,8 @@ class ClubStore(Application[UUID]):
     def _key_and_student(
         self, request: Request, student_id: str
     ) -> tuple[Recorded | None, bool]:
-        if self._lookups is not None:
-            return self._lookups.key_and_student(request, student_id)
+        if self.lookups is not None:
+            return self.lookups.key_and_student(request, student_id)
         return OneByOne(self._answers(), self.students).key_and_student(
             request, student_id
         )

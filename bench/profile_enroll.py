@@ -294,9 +294,14 @@ _STATEMENT = re.compile(r"LOG:  (?:statement|execute [^:]*): (?P<sql>.*)$")
 def statements_between(log: Path, database: str, begin: str, end: str) -> list[tuple]:
     """(pid, vxid, sql) of every statement logged for `database` between the lines
     that carry the markers `begin` and `end`, markers excluded."""
-    rows, inside = [], False
+    rows, inside, continues = [], False, False
     for line in log.read_text(errors="replace").splitlines():
         head, statement = _LINE.match(line), _STATEMENT.search(line)
+        if head is None and continues:  # a statement's next line, as written
+            pid, vxid, sql = rows[-1]
+            rows[-1] = (pid, vxid, f"{sql} {line.strip()}".strip())
+            continue
+        continues = False
         if head is None or statement is None or head["db"] != database:
             continue
         if begin in line or end in line:
@@ -304,6 +309,7 @@ def statements_between(log: Path, database: str, begin: str, end: str) -> list[t
             continue
         if inside:
             rows.append((head["pid"], head["vxid"], statement["sql"].strip()))
+            continues = True
     return rows
 
 

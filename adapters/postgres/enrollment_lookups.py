@@ -3,49 +3,43 @@
 The key's recorded answer and the student's profile were a statement each, each
 with its own connection checkout: two round trips and, in the API's profile,
 a fifth of its CPU per enrollment between them. One statement answers both.
+
+It runs on the event store's connections, through psycopg alone
+(`ClubRecorder.key_and_student`): through SQLAlchemy's pool and statement
+machinery the same statement cost twice the CPU (~400 against ~180 µs a call,
+in-process), and an enrollment now draws on one pool, not two.
 """
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from typing import Any
 
-from adapters.postgres.answers import recorded_from
-from adapters.postgres.tables import request_answers as answers
-from adapters.postgres.tables import students
-from application.idempotency import Recorded, Request
+import psycopg
+from psycopg.rows import tuple_row
 
-_ALWAYS_ONE_ROW = sa.select(sa.literal(1).label("one")).subquery()
+from application.idempotency import Answer, Recorded, Request
 
-# Built once: SQLAlchemy caches a compiled statement by the statement object.
-_LOOKUP = sa.select(
-    sa.exists()
-    .where(students.c.student_id == sa.bindparam("student_id"))
-    .label("known"),
-    answers.c.fingerprint,
-    answers.c.status_code,
-    answers.c.body,
-    answers.c.headers,
-).select_from(
-    _ALWAYS_ONE_ROW.outerjoin(
-        answers,
-        sa.and_(
-            answers.c.scope == sa.bindparam("scope"),
-            answers.c.key == sa.bindparam("key"),
-        ),
-    )
-)
+# One row whatever matches: the student's existence beside the key's answer, if any.
+# Unqualified names: the event store's insert writes these rows by the same ones.
+_LOOKUP = """
+SELECT EXISTS (SELECT FROM students WHERE student_id = %s),
+       answer.fingerprint, answer.status_code, answer.body, answer.headers
+FROM (SELECT) AS one
+LEFT JOIN request_answers AS answer ON answer.scope = %s AND answer.key = %s
+"""
 
 
-class SqlEnrollmentLookups:
-    def __init__(self, engine: sa.Engine) -> None:
-        # One statement: no BEGIN and ROLLBACK round trips around it.
-        self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
-
-    def key_and_student(
-        self, request: Request, student_id: str
-    ) -> tuple[Recorded | None, bool]:
-        wanted = {"scope": request.scope, "key": request.key, "student_id": student_id}
-        with self._reader.connect() as conn:
-            row = conn.execute(_LOOKUP, wanted).one()
-        recorded = None if row.fingerprint is None else recorded_from(row)
-        return recorded, row.known
+def key_and_student(
+    conn: psycopg.Connection[Any], request: Request, student_id: str
+) -> tuple[Recorded | None, bool]:
+    """The answer recorded for `request`'s key (None: not answered yet), and
+    whether `student_id` has a profile. `conn` autocommits: one round trip."""
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        cursor.execute(_LOOKUP, (student_id, request.scope, request.key), prepare=True)
+        row = cursor.fetchone()
+    assert row is not None  # noqa: S101 - the left join always yields one row
+    known, fingerprint, status_code, body, headers = row
+    if fingerprint is None:
+        return None, known
+    answer = Answer(status_code=status_code, body=body, headers=dict(headers))
+    return Recorded(fingerprint=fingerprint, answer=answer), known

@@ -45,7 +45,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from adapters.crash import crash_point
 from adapters.postgres.call_deadline import deadline_passed
 from adapters.postgres.database import server_spoke
-from application.idempotency import Answer, Request
+from adapters.postgres.enrollment_lookups import key_and_student
+from application.idempotency import Answer, Recorded, Request
 
 T = TypeVar("T")
 CONNECTION_LOST = (InterfaceError, OperationalError)
@@ -120,6 +121,18 @@ class ClubRecorder(PostgresApplicationRecorder):
     ) -> Stretch:
         """`select_notifications_of`, and whether the stretch reached the log's end."""
         return self._read(ClubRecorder._notifications_of, topics, after, limit)
+
+    def key_and_student(
+        self, request: Request, student_id: str
+    ) -> tuple[Recorded | None, bool]:
+        """`EnrollmentLookups` on the event store's own connections."""
+        return self._read(ClubRecorder._key_and_student, request, student_id)
+
+    def _key_and_student(
+        self, request: Request, student_id: str
+    ) -> tuple[Recorded | None, bool]:
+        with self.datastore.get_connection() as conn:
+            return key_and_student(conn, request, student_id)
 
     def max_notification_id(self) -> int | None:
         newest: int | None = self._read(_single(_Base.max_notification_id))

@@ -35,10 +35,10 @@ from adapters.postgres import tables
 from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.deadlines import SagaDeadlines
-from adapters.postgres.enrollment_lookups import SqlEnrollmentLookups
 from adapters.postgres.factory import STATEMENT_TIMEOUT
 from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.rebuild import Rebuild
+from adapters.postgres.recorder import ClubRecorder
 from adapters.postgres.replays import SqlReplayAudits
 from adapters.postgres.retention import PostgresTrim, create_retention_indexes
 from adapters.postgres.role_beats import RoleBeats
@@ -109,8 +109,9 @@ def build(
         env=event_store_env or eventsourcing_env(database_url),
         students=students,
         answers=SqlAnswerStore(engine),
-        lookups=SqlEnrollmentLookups(engine),
     )
+    if isinstance(app.recorder, ClubRecorder):  # else the two reads, one by one
+        app.lookups = app.recorder  # on the event store's connections: one pool
     # Only nudges: it never claims, so its lease is never used.
     deadlines = SagaDeadlines(engine, owner="nudge-only", lease=1.0)
     return Container(

@@ -9,7 +9,6 @@ import pytest
 import sqlalchemy as sa
 
 from adapters.postgres.answers import SqlAnswerStore
-from adapters.postgres.enrollment_lookups import SqlEnrollmentLookups
 from adapters.postgres.inbox import (
     Applied,
     Apply,
@@ -18,6 +17,7 @@ from adapters.postgres.inbox import (
     apply_isolated,
 )
 from adapters.postgres.notifications import SqlNotificationStore
+from adapters.postgres.recorder import ClubRecorder
 from adapters.postgres.students import SqlStudentDirectory
 from adapters.postgres.tables import (
     consumer_positions,
@@ -52,15 +52,16 @@ class TestSqlAnswerStore(AnswerStoreContract):
         return SqlAnswerStore(_emptied(container.engine, request_answers))
 
 
-class TestSqlEnrollmentLookups(EnrollmentLookupsContract):
+class TestClubRecorderLookups(EnrollmentLookupsContract):
+    """The event store's recorder answers both reads on its own connections."""
+
     @pytest.fixture
     def stores(self, container) -> Stores:
         engine = _emptied(_emptied(container.engine, students), request_answers)
-        return Stores(
-            SqlEnrollmentLookups(engine),
-            SqlAnswerStore(engine),
-            SqlStudentDirectory(engine),
-        )
+        recorder = container.app.recorder
+        assert isinstance(recorder, ClubRecorder)
+        assert container.app.lookups is recorder  # as the API is built
+        return Stores(recorder, SqlAnswerStore(engine), SqlStudentDirectory(engine))
 
 
 class TestSqlNotificationStore(NotificationStoreContract):
