@@ -294,7 +294,8 @@ _STATEMENT = re.compile(r"LOG:  (?:statement|execute [^:]*): (?P<sql>.*)$")
 def statements_between(log: Path, database: str, begin: str, end: str) -> list[tuple]:
     """(pid, vxid, sql) of every statement logged for `database` between the lines
     that carry the markers `begin` and `end`, markers excluded."""
-    rows, inside, continues = [], False, False
+    rows: list[tuple[str, str, str]] = []
+    inside = continues = False
     for line in log.read_text(errors="replace").splitlines():
         head, statement = _LINE.match(line), _STATEMENT.search(line)
         if head is None and continues:  # a statement's next line, as written
