@@ -9,7 +9,7 @@ they commit as durably as the events they answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
@@ -83,7 +83,16 @@ class SqlAnswerStore:
         return ours | self.find(raced)
 
 
-def recorded_from(row: sa.Row[Any]) -> Recorded:
+class AnswerRow(Protocol):
+    """A row of `request_answers`, from SQLAlchemy or psycopg's `namedtuple_row`."""
+
+    fingerprint: str
+    status_code: int
+    body: Any
+    headers: dict[str, str]
+
+
+def recorded_from(row: AnswerRow) -> Recorded:
     """A row with `fingerprint`, `status_code`, `body` and `headers`."""
     return Recorded(
         fingerprint=row.fingerprint,

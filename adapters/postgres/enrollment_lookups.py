@@ -15,14 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from psycopg.rows import tuple_row
+from psycopg.rows import namedtuple_row
 
-from application.idempotency import Answer, Recorded, Request
+from adapters.postgres.answers import recorded_from
+from application.idempotency import Recorded, Request
 
 # One row whatever matches: the student's existence beside the key's answer, if any.
 # Unqualified names: the event store's insert writes these rows by the same ones.
 _LOOKUP = """
-SELECT EXISTS (SELECT FROM students WHERE student_id = %s),
+SELECT EXISTS (SELECT FROM students WHERE student_id = %s) AS known,
        answer.fingerprint, answer.status_code, answer.body, answer.headers
 FROM (SELECT) AS one
 LEFT JOIN request_answers AS answer ON answer.scope = %s AND answer.key = %s
@@ -34,12 +35,9 @@ def key_and_student(
 ) -> tuple[Recorded | None, bool]:
     """The answer recorded for `request`'s key (None: not answered yet), and
     whether `student_id` has a profile. `conn` autocommits: one round trip."""
-    with conn.cursor(row_factory=tuple_row) as cursor:
+    with conn.cursor(row_factory=namedtuple_row) as cursor:
         cursor.execute(_LOOKUP, (student_id, request.scope, request.key), prepare=True)
-        row = cursor.fetchone()
+        row: Any = cursor.fetchone()  # a namedtuple: known, then an AnswerRow's
     assert row is not None  # noqa: S101 - the left join always yields one row
-    known, fingerprint, status_code, body, headers = row
-    if fingerprint is None:
-        return None, known
-    answer = Answer(status_code=status_code, body=body, headers=dict(headers))
-    return Recorded(fingerprint=fingerprint, answer=answer), known
+    recorded = None if row.fingerprint is None else recorded_from(row)
+    return recorded, row.known
