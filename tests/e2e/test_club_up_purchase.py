@@ -8,7 +8,7 @@ import httpx
 
 from adapters.embedded.process import free_port
 from tests.api_client import ClubClient
-from tests.e2e.test_club_up import club_up, ctrl_c, started
+from tests.e2e.test_club_up import club_up, ctrl_c, started, up_log
 from tests.identity import ADMIN
 from tests.servers import scratch_dir
 from tests.stack import eventually
@@ -41,14 +41,19 @@ def test_a_purchase_completes_on_its_own_under_club_up() -> None:
         started(proc, lambda argv: argv[-2:] == ["sandbox", "payment"])
         purchase = first_purchase(api, "first-purchase").json()
         path = f"{api}/purchases/{purchase['purchase_id']}"
-        done = eventually(
-            lambda: (
-                (v := httpx.get(path, timeout=5, headers=ADMIN).json())["status"]
-                == "confirmed"
-                and v
-            ),
-            timeout=60,
-        )
+        seen: list[dict[str, object]] = []
+
+        def confirmed() -> dict[str, object] | None:
+            seen.append(httpx.get(path, timeout=5, headers=ADMIN).json())
+            return seen[-1] if seen[-1]["status"] == "confirmed" else None
+
+        try:
+            done = eventually(confirmed, timeout=60)
+        except AssertionError:  # say where it stood, and what the saga logged
+            raise AssertionError(
+                f"not confirmed within 60 s; last: {seen[-1:]}\n"
+                + _lines_about_payments(up_log(data_dir))
+            ) from None
         assert done["enrollment_id"] is not None
         # The webhook reached the API signed with the generated secret: accepted.
         wait = httpx.get(f"{provider}/webhooks", timeout=5).json()
@@ -56,3 +61,9 @@ def test_a_purchase_completes_on_its_own_under_club_up() -> None:
         assert delivered, wait
         assert all(w["last_error"] is None for w in delivered), wait
         ctrl_c(proc)
+
+
+def _lines_about_payments(log: str) -> str:
+    """The supervisor's log lines of the saga, the payment sandbox and webhooks."""
+    words = ("saga", "payment", "webhook", "purchase")
+    return "\n".join(line for line in log.splitlines() if any(w in line for w in words))
