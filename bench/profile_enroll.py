@@ -500,6 +500,7 @@ def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str,
     """`peer`, `outbox-peer` among the variants: bench/peer_plain.py,
     bench/peer_outbox.py, on a database of their own."""
     cpu: dict[str, list[float]] = {v: [] for v in variants}
+    server_cpu: dict[str, list[float]] = {v: [] for v in variants}
     rate: dict[str, list[float]] = {v: [] for v in variants}
     loads: list[float] = []
     with servers() as (pg, url, nats_url), fresh_database(pg.url) as peer_url:
@@ -518,10 +519,13 @@ def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str,
 
                     enroll(base, work(200))  # warm
                     prepared = work(count_)
+                    backends = _Backends(pg.url, where.rsplit("/", 1)[1])
+                    served = backends.cpu()
                     before, start = cpu_seconds(pid), time.perf_counter()
                     n = enroll(base, prepared)
                     elapsed = time.perf_counter() - start
                     cpu[variant].append(1000 * (cpu_seconds(pid) - before) / n)
+                    server_cpu[variant].append(1000 * (backends.cpu() - served) / n)
                     rate[variant].append(n / elapsed)
                     loads.append(os.getloadavg()[0])
         container.close()
@@ -532,6 +536,9 @@ def ab(variants: list[str], rounds: int, clients: int, count_: int) -> dict[str,
         **{
             variant: {
                 "API CPU per enrollment, ms": _spread(cpu[variant]),
+                "PostgreSQL backends' CPU per enrollment, ms": _spread(
+                    server_cpu[variant]
+                ),
                 "enrollments/s": _spread(rate[variant]),
             }
             for variant in variants
