@@ -11,11 +11,14 @@ Nothing a message contains can stop the runner:
 - a batch that fails for a reason other than the connection is applied again one
   event per SAVEPOINT: the healthy ones commit and are acked; each event that fails
   alone (a poison event) is NAKed with a growing delay (`POISON_RETRY`: 1 s doubling
-  per delivery up to 60 s, no jitter; its first failure's time
-  written in the same transaction, adapters/postgres/first_failures.py) and, once
-  JetStream has delivered it `poison_attempts` times, dead-lettered with its
-  reason, its owner (CLUB_DLQ_OWNERS, by the event's type) and that time;
-- a failure of the connection (TRANSIENT) NAKs the batch and is waited out.
+  per poison failure up to 60 s, no jitter; the failure counted, and its first
+  failure's time written, in the same transaction, adapters/postgres/
+  first_failures.py) and, once it has failed so `poison_attempts` times,
+  dead-lettered with its reason, its owner (CLUB_DLQ_OWNERS, by the event's type)
+  and that time;
+- a failure of the connection (TRANSIENT) NAKs the batch and is waited out; those
+  redeliveries are no poison failures, so an outage never brings an event closer
+  to the DLQ.
 
 Reading, the poison bound, first failures and dead-lettering are the job worker's
 too (adapters/nats/delivery.py); the batch, the inbox transaction and the position
@@ -27,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import Sequence
 from uuid import UUID
 
 import attrs
@@ -84,7 +88,7 @@ ORDER_NOTE = (
     "one never overwrites a later state"
 )
 # A poison event's redeliveries keep a fixed schedule (no jitter): 1 s after its
-# first failure, doubled per delivery, up to 60 s.
+# first failure, doubled per poison failure, up to 60 s.
 POISON_RETRY = BackoffPolicy(first=1.0, cap=60.0, jitter=Jitter.NONE)
 
 __all__ = ["BatchOutcome", "ConsumerRunner", "Incoming", "Unreadable"]
@@ -102,6 +106,8 @@ class BatchOutcome:
     duplicates: int = 0
     dead: list[Unreadable] = attrs.Factory(list)
     retrying: list[Incoming] = attrs.Factory(list)  # poison, NAKed for a retry
+    # stream sequence -> how many times it has failed as poison, of the retrying
+    poison_failures: dict[int, int] = attrs.Factory(dict)
 
 
 class ConsumerRunner:
@@ -218,7 +224,8 @@ class ConsumerRunner:
         if outcome.dead:  # a lost publish is raised: the rest is redelivered
             await self._delivery.give_up(outcome.dead, name_events=True)
         for retry in outcome.retrying:
-            await retry.msg.nak(delay=self._delivery.retry_delay(retry.msg))
+            failures = outcome.poison_failures[retry.delivery.stream_seq]
+            await retry.msg.nak(delay=self._delivery.retry_delay(failures))
         await self._acknowledge([msg for msg in msgs if id(msg) not in unsettled])
         return outcome
 
@@ -238,7 +245,9 @@ class ConsumerRunner:
                     result = apply_batch(
                         conn, self.name, deliveries, self._apply, last_seq
                     )
-                return self._outcome(batch, result)
+                    outcome = self._outcome(batch, result)
+                    self._settled(batch, outcome, conn)
+                return outcome
             except TRANSIENT:
                 raise
             except Exception as e:  # some event in it is poison: find which
@@ -247,7 +256,10 @@ class ConsumerRunner:
                 )
         with self._engine.begin() as conn:
             result = apply_isolated(conn, self.name, deliveries, self._apply)
-            outcome = self._outcome(batch, result)
+            # Counted in the transaction whose failure it counts.
+            poisoned = [batch[index].msg for index, _ in result.poisoned]
+            failures = self._delivery.poison_failures(poisoned, within=conn)
+            outcome = self._outcome(batch, result, failures)
             retrying = {id(item.delivery) for item in outcome.retrying}
             settled = [
                 d.stream_seq
@@ -257,28 +269,42 @@ class ConsumerRunner:
             # Settled messages only: the position never claims a pending retry.
             if last := max([*dead_seqs, *settled], default=0):
                 advance(conn, self.name, last)
-            # With the attempt it times: a retry's first failure, for its dead letter.
-            failed = [item.msg for item in outcome.retrying]
-            self._delivery.record(failed, within=conn)
+            self._settled(batch, outcome, conn)
         return outcome
 
-    def _outcome(self, batch: list[Incoming], result: Applied) -> BatchOutcome:
+    def _settled(
+        self, batch: list[Incoming], outcome: BatchOutcome, conn: sa.Connection
+    ) -> None:
+        """A failure recorded for a message this commit settles (applied or a
+        duplicate) goes with it; a dead one's is read for its dead letter first."""
+        unsettled = {id(item.msg) for item in outcome.dead}
+        unsettled |= {id(item.msg) for item in outcome.retrying}
+        done = [item.msg for item in batch if id(item.msg) not in unsettled]
+        self._delivery.settled(done, within=conn)
+
+    def _outcome(
+        self, batch: list[Incoming], result: Applied, failures: Sequence[int] = ()
+    ) -> BatchOutcome:
+        """`failures`: of each poisoned delivery in turn, its poison failures."""
         outcome = BatchOutcome(
             applied=result.applied,
             duplicates=result.duplicates,
             dead=[self._conflict(batch[index]) for index in result.conflicts],
         )
-        for index, error in result.poisoned:
+        for (index, error), failed in zip(result.poisoned, failures, strict=True):
             item = batch[index]
-            dead = self._delivery.poisoned(item.msg, error)
-            self._poisoned(item, error, given_up=dead is not None)
+            dead = self._delivery.poisoned(item.msg, error, failed)
+            self._poisoned(item, error, failed, given_up=dead is not None)
             if dead is not None:
                 outcome.dead.append(dead)
             else:
                 outcome.retrying.append(item)
+                outcome.poison_failures[item.delivery.stream_seq] = failed
         return outcome
 
-    def _poisoned(self, item: Incoming, error: Exception, *, given_up: bool) -> None:
+    def _poisoned(
+        self, item: Incoming, error: Exception, failures: int, *, given_up: bool
+    ) -> None:
         """The alert: a metric to page on and an error line saying which event."""
         event_id = item.delivery.envelope.event_id
         POISON_EVENTS.labels(consumer=self.name).inc()
@@ -289,6 +315,7 @@ class ConsumerRunner:
             correlation_id=str(item.delivery.envelope.aggregate_id),
             stream_seq=item.delivery.stream_seq,
             delivery=item.msg.metadata.num_delivered,
+            failure=failures,
             of=self._delivery.poison_attempts,
             dead_lettered=given_up,
             error=describe(error),

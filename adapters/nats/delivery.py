@@ -4,9 +4,11 @@ Both settle each message JetStream hands them, and both must end what they canno
 finish in the same bounded way, so an operator finds one kind of dead letter:
 
 - a body that cannot be read (`decode`) is given up at once: no retry reads it;
-- a message that fails with a bug (poison) is retried a bounded number of
-  deliveries with a growing delay (`poisoned`, `retry_delay`), then given up with
-  its reason;
+- a message that fails with a bug (poison) is retried with a growing delay until
+  it has failed so a bounded number of times (`poison_failures`, `poisoned`,
+  `retry_delay`), then given up with its reason. The failures are counted in
+  PostgreSQL, not read from JetStream's delivery count, which also holds every
+  redelivery of an outage waited out;
 - its first failure's time is written when it is first retried (`record`, or
   `failed` in a transaction of its own) and read for its dead letter: JetStream
   keeps no such time, and a NAK cannot add a header (adapters/postgres/
@@ -91,17 +93,40 @@ class DeliveryRuntime:
         meta = msg.metadata
         return FailureKey(self.name, meta.stream, meta.sequence.stream, meta.timestamp)
 
-    def poisoned(self, msg: Msg, error: Exception) -> Unreadable | None:
-        """A poison message's dead letter once JetStream has delivered it
-        `poison_attempts` times; None: retry it after `retry_delay`."""
-        if _delivered(msg) < self.poison_attempts:
+    def poisoned(self, msg: Msg, error: Exception, failures: int) -> Unreadable | None:
+        """A poison message's dead letter once it has failed so `poison_attempts`
+        times (`failures`, from `poison_failures`); None: retry it after
+        `retry_delay(failures)`."""
+        if failures < self.poison_attempts:
             return None
         reason = f"poison: {describe(error)}"
         return Unreadable(msg, msg.metadata.sequence.stream, reason)
 
-    def retry_delay(self, msg: Msg) -> float:
-        """A poison message's NAK delay: a fixed schedule by its deliveries."""
-        return self.poison_retry.delay(_delivered(msg))
+    def retry_delay(self, failures: int) -> float:
+        """A poison message's NAK delay: a fixed schedule by its poison failures."""
+        return self.poison_retry.delay(failures)
+
+    def poison_failures(
+        self, msgs: Sequence[Msg], *, within: sa.Connection | None
+    ) -> list[int]:
+        """One more poison failure of each, recorded with its first failure's time
+        (`within`: the transaction it failed in, or None for one of its own); how
+        many each has had, this one included. Blocking."""
+        keys = [self.key(msg) for msg in msgs]
+        counted = self.failures.count_poison(keys, datetime.now(UTC), within=within)
+        return [counted[key] for key in keys]
+
+    async def poison_failed(self, msg: Msg) -> int:
+        """`poison_failures` of one message, off the event loop. With the table out
+        of reach, JetStream's delivery count (never lower) bounds it instead."""
+        try:
+            [failures] = await asyncio.to_thread(
+                self.poison_failures, [msg], within=None
+            )
+        except TRANSIENT as e:
+            log.warning(f"{self.role}.poison_failure_uncounted", error=describe(e))
+            return _delivered(msg)
+        return failures
 
     def record(self, msgs: Collection[Msg], *, within: sa.Connection | None) -> None:
         """Now as the first failure of each (an earlier one is kept); `within`: the
@@ -115,6 +140,12 @@ class DeliveryRuntime:
             await asyncio.to_thread(self.record, [msg], within=None)
         except TRANSIENT as e:  # the retry goes on; a later failure is recorded
             log.warning(f"{self.role}.first_failure_unrecorded", error=describe(e))
+
+    def settled(self, msgs: Collection[Msg], *, within: sa.Connection) -> None:
+        """Settled by the transaction `within`: a failure recorded for them goes
+        with its commit. Blocking."""
+        keys = [self.key(msg) for msg in msgs if redelivered(msg)]
+        self.failures.forget(keys, within=within)
 
     async def forget(self, msgs: Collection[Msg]) -> None:
         """Settled: a failure recorded for them is no longer needed."""

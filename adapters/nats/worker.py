@@ -280,12 +280,12 @@ class Worker:
         except Exception as e:  # a bug met by this message: bounded, never a loop
             seq = msg.metadata.sequence.stream
             log.exception("worker.job_failed", worker=self.name, stream_seq=seq)
-            if dead := self._delivery.poisoned(msg, e):
+            failures = await self._delivery.poison_failed(msg)
+            if dead := self._delivery.poisoned(msg, e, failures):
                 await self._give_up(msg, dead.reason)
             else:
                 count_retries(self.name, "unknown")
-                await self._failed(msg)
-                await _quietly(msg.nak(delay=self._delivery.retry_delay(msg)))
+                await _quietly(msg.nak(delay=self._delivery.retry_delay(failures)))
             return
         match outcome:
             case None:  # an event that asks this work class for nothing

@@ -8,6 +8,11 @@ Dead-lettering reads it for `Club-First-Failed-At`, then forgets it; a message t
 succeeds after failing forgets it too. Only failures cost a write: a message
 handled on its first delivery never touches this table.
 
+The same row counts the message's poison failures (`count_poison`), the ones the
+poison bound counts. JetStream's delivery count cannot stand in for it: every
+redelivery of an outage waited out is in it too, and a message redelivered through
+a long outage would be dead-lettered at its first real failure.
+
 Keyed by the message as JetStream holds it (consumer, stream, sequence), with the
 time JetStream stored it: a stream recreated under the same name reuses sequences,
 and a row left from the old one (a crash before `forget`) must not be taken for
@@ -59,6 +64,22 @@ class FirstFailures:
         with self.engine.begin() as conn:
             _record(conn, keys, at)
 
+    def count_poison(
+        self,
+        keys: Collection[FailureKey],
+        at: datetime,
+        *,
+        within: sa.Connection | None = None,
+    ) -> dict[FailureKey, int]:
+        """One more poison failure of each key (`at` if it is the first failure of
+        any kind); how many each has had, this one included."""
+        if not keys:
+            return {}
+        if within is not None:
+            return _count_poison(within, keys, at)
+        with self.engine.begin() as conn:
+            return _count_poison(conn, keys, at)
+
     def first(self, keys: Collection[FailureKey]) -> dict[FailureKey, datetime]:
         """The recorded first failure of each key that has one."""
         if not keys:
@@ -73,8 +94,13 @@ class FirstFailures:
             }
         return {key: found[key] for key in keys if key in found}
 
-    def forget(self, keys: Collection[FailureKey]) -> None:
+    def forget(
+        self, keys: Collection[FailureKey], *, within: sa.Connection | None = None
+    ) -> None:
         if not keys:
+            return
+        if within is not None:
+            within.execute(sa.delete(first_failures).where(_matching(keys)))
             return
         with self.engine.begin() as conn:
             conn.execute(sa.delete(first_failures).where(_matching(keys)))
@@ -94,9 +120,57 @@ def _record(conn: sa.Connection, keys: Collection[FailureKey], at: datetime) -> 
             set_={
                 "stored_at": stmt.excluded.stored_at,
                 "first_failed_at": stmt.excluded.first_failed_at,
+                "poison_failures": 0,
             },
             # Only a row left by another message under this sequence is replaced.
             where=first_failures.c.stored_at != stmt.excluded.stored_at,
+        )
+    )
+
+
+def _count_poison(
+    conn: sa.Connection, keys: Collection[FailureKey], at: datetime
+) -> dict[FailureKey, int]:
+    stmt = insert(first_failures).values(
+        [
+            attrs.asdict(key) | {"first_failed_at": at, "poison_failures": 1}
+            for key in set(keys)
+        ]
+    )
+    # A row left by another message under this sequence starts again from this one.
+    same = first_failures.c.stored_at == stmt.excluded.stored_at
+    counted = conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[
+                first_failures.c.consumer,
+                first_failures.c.stream,
+                first_failures.c.stream_seq,
+            ],
+            set_={
+                "stored_at": stmt.excluded.stored_at,
+                "first_failed_at": sa.case(
+                    (same, first_failures.c.first_failed_at),
+                    else_=stmt.excluded.first_failed_at,
+                ),
+                "poison_failures": sa.case(
+                    (same, first_failures.c.poison_failures + 1), else_=1
+                ),
+            },
+        ).returning(
+            *(first_failures.c[name] for name in _KEY), first_failures.c.poison_failures
+        )
+    ).all()
+    return {FailureKey(*row[:4]): row[4] for row in counted}
+
+
+def add_poison_failures(conn: sa.Connection) -> None:
+    """`create_all` adds no column to a table that exists: an older database
+    gets the count here (0 for a row recorded before it; bounded by the next
+    failures alike)."""
+    conn.execute(
+        sa.text(
+            "ALTER TABLE first_failures "
+            "ADD COLUMN IF NOT EXISTS poison_failures integer NOT NULL DEFAULT 0"
         )
     )
 

@@ -69,6 +69,8 @@ consumer_positions = sa.Table(
 # When a consumer first failed a message it later dead-lettered (its first NAK for
 # a retry): the dead letter's Club-First-Failed-At. One row per message as JetStream
 # holds it; `stored_at` tells apart a recreated stream's reuse of a sequence.
+# `poison_failures` counts the failures the poison bound counts: JetStream's
+# delivery count also holds every redelivery of an outage waited out.
 first_failures = sa.Table(
     "first_failures",
     metadata,
@@ -77,6 +79,7 @@ first_failures = sa.Table(
     sa.Column("stream_seq", sa.BigInteger, primary_key=True),
     sa.Column("stored_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("first_failed_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("poison_failures", sa.Integer, nullable=False, server_default="0"),
 )
 
 # Stored events a projection rebuild could not apply (poison): skipped, never

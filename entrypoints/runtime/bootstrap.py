@@ -36,6 +36,7 @@ from adapters.postgres.answers import SqlAnswerStore
 from adapters.postgres.database import create_engine, eventsourcing_env
 from adapters.postgres.deadlines import SagaDeadlines
 from adapters.postgres.factory import STATEMENT_TIMEOUT
+from adapters.postgres.first_failures import add_poison_failures
 from adapters.postgres.notifications import SqlNotificationStore
 from adapters.postgres.rebuild import Rebuild
 from adapters.postgres.recorder import ClubRecorder
@@ -141,6 +142,7 @@ def migrate_database(database_url: str) -> None:
             # retry of a request answered before the upgrade.
             conn.execute(sa.text("DROP TABLE IF EXISTS idempotency_keys"))
             tables.metadata.create_all(conn)
+            add_poison_failures(conn)
             create_retention_indexes(conn)
             for metadata, _ in PROJECTIONS.values():
                 metadata.create_all(conn)

@@ -4,6 +4,7 @@ are dead-lettered with a reason and an owner, and the next good event is applied
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from datetime import datetime, timedelta
@@ -270,6 +271,68 @@ def test_a_connection_level_failure_is_waited_out_not_dead_lettered(
     ours = run(with_js(nats_url, body))
     assert ours == []  # even with poison_attempts=1: a lock wait is no poison
     assert lesson_row(container.engine, lesson).title == "Later"
+
+
+def test_an_outage_waited_out_does_not_count_toward_the_poison_bound(
+    container, migrated
+) -> None:
+    """Redelivered through an outage (a real lock_timeout, twice), then met by a
+    bug: that is its first poison failure of two allowed, so it is retried, and
+    applied once the bug is gone; its failure row goes with that commit."""
+    _, nats_url = migrated
+    name = f"outage-then-bug-{uuid4().hex[:6]}"
+    lesson = uuid4()
+    bug = [False]
+
+    def apply_flaky(conn: sa.Connection, envelopes) -> None:
+        conn.exec_driver_sql("SET LOCAL lock_timeout = '100ms'")
+        statistics.apply(conn, envelopes)
+        if bug[0] and any(e.aggregate_id == lesson for e in envelopes):
+            raise RuntimeError("a bug this event meets")
+
+    async def body(js, _):
+        sub = await bound_consumer(js, name)
+        seq = await publish(js, encoded(lesson_body(lesson, title="Later")))
+        runner = ConsumerRunner(
+            name=name, apply=apply_flaky, js=js, engine=container.engine,
+            fetch_timeout=0.2, poison_attempts=2,
+            poison_retry=BackoffPolicy(first=0.2, cap=1.0, jitter=Jitter.NONE),
+        )  # fmt: skip
+        waited = 0
+        deadline = time.monotonic() + 20
+        with container.engine.connect() as holder, holder.begin():
+            holder.exec_driver_sql(
+                "LOCK TABLE statistics_lessons IN ACCESS EXCLUSIVE MODE"
+            )
+            while waited < 2 and time.monotonic() < deadline:
+                with contextlib.suppress(*TRANSIENT):
+                    await runner.poll(sub)
+                    continue
+                waited += 1
+        bug[0] = True
+        poisoned = None
+        while poisoned is None and time.monotonic() < deadline:
+            outcome = await runner.poll(sub)
+            if any(item.delivery.stream_seq == seq for item in outcome.retrying):
+                poisoned = outcome
+        bug[0] = False
+        await settle(runner, sub, js)
+        dlq = await dead_letters(js, name)
+        ours = [m for m in dlq if m.headers["Club-Original-Stream-Seq"] == str(seq)]
+        return waited, poisoned, ours, seq
+
+    waited, poisoned, ours, seq = run(with_js(nats_url, body))
+    assert waited == 2  # so delivered three times: past the bound of 2 deliveries
+    reasons = [m.headers["Club-Reason"] for m in ours]
+    assert poisoned is not None, f"never retried as poison; dead letters: {reasons}"
+    assert poisoned.poison_failures[seq] == 1  # retried, not dead-lettered
+    assert ours == []
+    assert lesson_row(container.engine, lesson).title == "Later"
+    with container.engine.connect() as conn:
+        kept = conn.execute(
+            sa.select(first_failures).where(first_failures.c.consumer == name)
+        ).all()
+    assert kept == []
 
 
 def test_a_body_too_large_to_copy_with_headers_is_dead_lettered_without_it(

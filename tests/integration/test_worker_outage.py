@@ -267,3 +267,43 @@ def test_a_replay_is_fresh_on_its_first_delivery_only(container, migrated) -> No
     event_id = lesson["event_id"]
     run(with_js(nats_url, body))
     assert heard == [True, False]
+
+
+def test_deliveries_of_an_outage_do_not_count_toward_the_poison_bound(
+    container, migrated
+) -> None:
+    """Delivered six times while our side was down, then met by a bug once: its
+    first poison failure of five allowed, so it is retried and done, not
+    dead-lettered for the deliveries JetStream counted meanwhile."""
+    _, nats_url = migrated
+    name = f"outage-{uuid4().hex[:6]}"
+    tries: list[str] = []
+
+    async def job(envelope, _replayed):
+        if str(envelope.event_id) not in ours:
+            return None
+        tries.append("down" if len(tries) < 6 else "bug" if len(tries) == 6 else "done")
+        if tries[-1] == "down":
+            raise DOWN
+        if tries[-1] == "bug":
+            raise RuntimeError("a bug this message meets once")
+        return Done()
+
+    async def body(js, _nc):
+        nonlocal ours
+        ours = await queued(js, name, 1)
+        outage = Outage(
+            attempts=100,
+            retry=BackoffPolicy(first=0.05, cap=0.1, jitter=Jitter.NONE),
+        )
+        async with working(outage_worker(container, js, name, job, outage)):
+            for _ in range(100):
+                if tries[-1:] == ["done"]:
+                    break
+                await asyncio.sleep(0.1)
+        return [e async for e in dead_letters(js, name)]
+
+    ours: set[str] = set()
+    entries = run(with_js(nats_url, body))
+    assert tries == ["down"] * 6 + ["bug", "done"]
+    assert entries == []

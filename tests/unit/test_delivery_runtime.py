@@ -44,6 +44,7 @@ class FakeFailures:
 
     def __init__(self) -> None:
         self.rows: dict[FailureKey, datetime] = {}
+        self.poison: dict[FailureKey, int] = {}
         self.forgotten: list[FailureKey] = []
         self.down = False
 
@@ -51,6 +52,14 @@ class FakeFailures:
         self._check()
         for key in keys:
             self.rows.setdefault(key, at)
+
+    def count_poison(
+        self, keys: Any, at: datetime, *, within: Any = None
+    ) -> dict[FailureKey, int]:
+        self.record(keys, at)
+        for key in keys:
+            self.poison[key] = self.poison.get(key, 0) + 1
+        return {key: self.poison[key] for key in keys}
 
     def first(self, keys: Any) -> dict[FailureKey, datetime]:
         self._check()
@@ -100,12 +109,34 @@ def test_a_body_that_is_no_envelope_is_given_up_as_malformed() -> None:
 
 def test_a_poison_message_is_retried_on_its_schedule_then_given_up() -> None:
     bound = runtime(FakeFailures(), attempts=3)
-    early = [FakeMsg(5, n) for n in (1, 2)]
-    assert [bound.poisoned(m, RuntimeError("boom")) for m in early] == [None, None]
-    assert [bound.retry_delay(m) for m in early] == [1.0, 2.0]
-    dead = bound.poisoned(FakeMsg(5, 3), RuntimeError("boom"))
+    early = [bound.poison_failures([FakeMsg(5, n)], within=None) for n in (1, 2)]
+    assert early == [[1], [2]]
+    boom = RuntimeError("boom")
+    assert [bound.poisoned(FakeMsg(5, 1), boom, n) for (n,) in early] == [None, None]
+    assert [bound.retry_delay(n) for (n,) in early] == [1.0, 2.0]
+    [third] = bound.poison_failures([FakeMsg(5, 3)], within=None)
+    dead = bound.poisoned(FakeMsg(5, 3), boom, third)
     assert dead is not None
     assert (dead.stream_seq, dead.reason) == (5, "poison: RuntimeError: boom")
+
+
+def test_the_poison_bound_counts_failures_not_the_deliveries_of_an_outage() -> None:
+    """Delivered 40 times while our side was down: its first real failure is its
+    first poison failure, retried, not dead-lettered."""
+    bound = runtime(FakeFailures(), attempts=3)
+    msg = FakeMsg(9, 41)
+    [failures] = bound.poison_failures([msg], within=None)
+    assert failures == 1
+    assert bound.poisoned(msg, RuntimeError("boom"), failures) is None
+    assert bound.retry_delay(failures) == 1.0  # the schedule's start, not its cap
+
+
+def test_with_the_table_out_of_reach_the_delivery_count_bounds_the_poison() -> None:
+    failures = FakeFailures()
+    failures.down = True
+    assert asyncio.run(runtime(failures).poison_failed(FakeMsg(9, 4))) == 4
+    failures.down = False
+    assert asyncio.run(runtime(failures).poison_failed(FakeMsg(9, 5))) == 1
 
 
 def test_a_dead_letter_carries_the_recorded_first_failure_then_forgets_it(
