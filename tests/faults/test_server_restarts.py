@@ -5,6 +5,7 @@ These need servers they may stop, so they always run private embedded ones.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import Counter
@@ -17,10 +18,14 @@ import httpx
 import psycopg
 import pytest
 from eventsourcing.postgres import ConnectionPool
+from nats.errors import ConnectionReconnectingError
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from psycopg_pool import PoolTimeout
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.nats.frames import ack_all
+from adapters.nats.streams import connect
 from adapters.postgres.database import eventsourcing_env
 from adapters.postgres.factory import ClubFactory
 from entrypoints.runtime.bootstrap import migrate
@@ -252,3 +257,48 @@ def connects(pool: ConnectionPool[Any]) -> bool:
     except (psycopg.Error, PoolTimeout):
         return False
     return True
+
+
+def test_acks_while_nats_is_away_are_refused_not_buffered(servers) -> None:
+    """The broker SIGKILLed after a fetch: `ack_all` refuses while the client
+    reconnects (ConnectionReconnectingError) and adds nothing to its buffer, so
+    nothing floods the broker when it is back; the messages are delivered again."""
+    _, nats = servers
+    name = f"ACKS_AWAY_{uuid4().hex[:6]}"
+
+    async def until(check: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 20
+        while not check():
+            assert time.monotonic() < deadline, f"not {what} within 20 s"
+            await asyncio.sleep(0.05)
+
+    async def body() -> tuple[int, int, list[int]]:
+        nc = await connect(nats.url, name="test-acks-away")
+        js = nc.jetstream()
+        await js.add_stream(StreamConfig(name=name, subjects=[f"{name}.>"]))
+        for index in range(3):
+            await js.publish(f"{name}.x", str(index).encode())
+        config = ConsumerConfig(
+            durable_name="d", ack_policy=AckPolicy.EXPLICIT, ack_wait=2
+        )
+        await js.add_consumer(name, config)
+        sub = await js.pull_subscribe_bind(durable="d", stream=name)
+        msgs = await sub.fetch(3, timeout=5)
+        nats.kill()
+        await until(lambda: nc.is_reconnecting, "reconnecting")
+        buffered = nc._pending_data_size
+        with pytest.raises(ConnectionReconnectingError):
+            await ack_all(msgs)
+        after_refusal = nc._pending_data_size
+        nats.start()
+        await until(lambda: nc.is_connected, "connected again")
+        again = await sub.fetch(3, timeout=15)  # after ack_wait: none was acked
+        await ack_all(again)
+        delivered = [m.metadata.num_delivered for m in again]
+        await js.delete_stream(name)
+        await nc.close()
+        return buffered, after_refusal, delivered
+
+    buffered, after_refusal, delivered = asyncio.run(body())
+    assert after_refusal == buffered
+    assert sorted(delivered) == [2, 2, 2]
