@@ -9,10 +9,10 @@ finish in the same bounded way, so an operator finds one kind of dead letter:
   `retry_delay`), then given up with its reason. The failures are counted in
   PostgreSQL, not read from JetStream's delivery count, which also holds every
   redelivery of an outage waited out;
-- its first failure's time is written when it is first retried (`record`, or
-  `failed` in a transaction of its own) and read for its dead letter: JetStream
-  keeps no such time, and a NAK cannot add a header (adapters/postgres/
-  first_failures.py);
+- its first failure's time is written when it is first retried (with its count,
+  or by `record`, or `failed` in a transaction of its own) and read for its dead
+  letter: JetStream keeps no such time, and a NAK cannot add a header
+  (adapters/postgres/first_failures.py);
 - given up (`give_up`), it is copied to CLUB_DLQ with its owner, reason and first
   failure, terminated, and its recorded time forgotten (`forget`, as on success);
 - a job that outlasts ack_wait keeps its lease with in-progress acks
