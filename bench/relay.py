@@ -14,7 +14,6 @@ from adapters.nats.relay import event_message
 from adapters.nats.relay_drain import relay_all
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from application.contracts.envelope import Envelope
-from bench.common import RUNS
 from entrypoints.config.settings import Settings
 from entrypoints.runtime.bootstrap import build_relay
 
@@ -54,14 +53,6 @@ async def lead_from_another_node(js) -> None:
     raise RuntimeError(f"the stream's leader could not be placed off {here}")
 
 
-def relay_rate(
-    container, database_url: str, nats_url: str, replicas: int = 1
-) -> list[float]:
-    return [
-        relay_once(container, database_url, nats_url, replicas) for _ in range(RUNS)
-    ]
-
-
 def relay_once(container, database_url: str, nats_url: str, replicas: int = 1) -> float:
     """The whole outbox into a fresh stream, once (what a consumer then reads)."""
     settings = Settings.from_env(
@@ -84,12 +75,6 @@ async def _relay_all(
     count = (await js.stream_info(EVENTS_STREAM)).state.messages
     await nc.close()
     return count / elapsed
-
-
-def raw_publish_rate(
-    envelopes: list[Envelope], nats_url: str, replicas: int = 1
-) -> list[float]:
-    return [raw_publish_once(envelopes, nats_url, replicas) for _ in range(RUNS)]
 
 
 def raw_publish_once(
