@@ -26,8 +26,9 @@ into the broker's verbs:
   circuit_gate.py): no slot takes a message until a probe finds it back, and a
   message in hand is NAKed with the job's delay, its attempt given back;
 - any other error (a bug this message meets): NAK with a growing delay
-  (`POISON_RETRY`), and after `POISON_ATTEMPTS` deliveries dead-lettered with the
-  error: never a worker that exits, never a message retried for ever.
+  (`POISON_RETRY`), and after `POISON_ATTEMPTS` such failures (counted in
+  first_failures, not JetStream's deliveries) dead-lettered with the error: never
+  a worker that exits, never a message retried for ever.
 
 Reading, the poison bound, first failures and dead-lettering are the consumer
 runner's too (adapters/nats/delivery.py); the slots, the rate limit and the rest
