@@ -22,7 +22,8 @@ replay that fails again starts a new first failure, as it is a new DLQ entry.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 import attrs
@@ -42,9 +43,9 @@ class FailureKey:
 
 @attrs.frozen
 class FirstFailures:
-    """The table's three steps, the one way to them. Each runs in a transaction of
-    its own, but `record` joins the caller's when given one (`within`): a consumer
-    writes the time with the batch whose failure it times."""
+    """The table's steps, the one way to them. Each runs in a transaction of its
+    own, but a write joins the caller's when given one (`within`): a consumer
+    writes with the batch whose failure it times, counts or settles."""
 
     engine: sa.Engine
 
@@ -58,10 +59,7 @@ class FirstFailures:
         """`at` for each key's first failure; a key already recorded keeps its time."""
         if not keys:
             return
-        if within is not None:
-            _record(within, keys, at)
-            return
-        with self.engine.begin() as conn:
+        with self._transaction(within) as conn:
             _record(conn, keys, at)
 
     def count_poison(
@@ -75,9 +73,7 @@ class FirstFailures:
         any kind); how many each has had, this one included."""
         if not keys:
             return {}
-        if within is not None:
-            return _count_poison(within, keys, at)
-        with self.engine.begin() as conn:
+        with self._transaction(within) as conn:
             return _count_poison(conn, keys, at)
 
     def first(self, keys: Collection[FailureKey]) -> dict[FailureKey, datetime]:
@@ -99,11 +95,24 @@ class FirstFailures:
     ) -> None:
         if not keys:
             return
+        with self._transaction(within) as conn:
+            conn.execute(sa.delete(first_failures).where(_matching(keys)))
+
+    @contextmanager
+    def _transaction(self, within: sa.Connection | None) -> Iterator[sa.Connection]:
         if within is not None:
-            within.execute(sa.delete(first_failures).where(_matching(keys)))
+            yield within
             return
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(first_failures).where(_matching(keys)))
+            yield conn
+
+
+# The primary key: one row per message as JetStream holds it.
+_MESSAGE = (
+    first_failures.c.consumer,
+    first_failures.c.stream,
+    first_failures.c.stream_seq,
+)
 
 
 def _record(conn: sa.Connection, keys: Collection[FailureKey], at: datetime) -> None:
@@ -112,11 +121,7 @@ def _record(conn: sa.Connection, keys: Collection[FailureKey], at: datetime) -> 
     )
     conn.execute(
         stmt.on_conflict_do_update(
-            index_elements=[
-                first_failures.c.consumer,
-                first_failures.c.stream,
-                first_failures.c.stream_seq,
-            ],
+            index_elements=_MESSAGE,
             set_={
                 "stored_at": stmt.excluded.stored_at,
                 "first_failed_at": stmt.excluded.first_failed_at,
@@ -141,11 +146,7 @@ def _count_poison(
     same = first_failures.c.stored_at == stmt.excluded.stored_at
     counted = conn.execute(
         stmt.on_conflict_do_update(
-            index_elements=[
-                first_failures.c.consumer,
-                first_failures.c.stream,
-                first_failures.c.stream_seq,
-            ],
+            index_elements=_MESSAGE,
             set_={
                 "stored_at": stmt.excluded.stored_at,
                 "first_failed_at": sa.case(
