@@ -167,13 +167,24 @@ def _count_poison(
 def add_poison_failures(conn: sa.Connection) -> None:
     """`create_all` adds no column to a table that exists: an older database
     gets the count here (0 for a row recorded before it; bounded by the next
-    failures alike)."""
-    conn.execute(
-        sa.text(
-            "ALTER TABLE first_failures "
-            "ADD COLUMN IF NOT EXISTS poison_failures integer NOT NULL DEFAULT 0"
-        )
-    )
+    failures alike). Asked first, because ALTER TABLE locks the table even when
+    the column is there, and `migrate` may run beside working roles."""
+    conn.execute(sa.text(_ADD_POISON_FAILURES))
+
+
+_ADD_POISON_FAILURES = """
+DO $$
+BEGIN
+    IF NOT EXISTS (
+        SELECT FROM pg_attribute
+        WHERE attrelid = 'first_failures'::regclass
+          AND attname = 'poison_failures' AND NOT attisdropped
+    ) THEN
+        ALTER TABLE first_failures
+            ADD COLUMN poison_failures integer NOT NULL DEFAULT 0;
+    END IF;
+END $$
+"""
 
 
 _KEY = ("consumer", "stream", "stream_seq", "stored_at")

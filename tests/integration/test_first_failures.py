@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
@@ -119,3 +120,22 @@ def test_a_database_from_before_the_count_gets_it_on_migrate(
     migrate_database(database_url)
     migrate_database(database_url)  # again: nothing to add
     assert FirstFailures(container.engine).count_poison([ours], STORED) == {ours: 1}
+
+
+def test_migrate_beside_a_consumer_writing_a_failure_does_not_wait_for_it(
+    container, migrated
+) -> None:
+    """A consumer's batch holds a row of the table in its transaction: migrating
+    again (the column there) must not queue behind it for a table lock."""
+    database_url, _ = migrated
+    ours = key(f"c-{uuid4().hex[:6]}")
+    done = threading.Event()
+    with container.engine.connect() as consumer, consumer.begin():
+        FirstFailures(container.engine).count_poison([ours], STORED, within=consumer)
+        worker = threading.Thread(
+            target=lambda: (migrate_database(database_url), done.set())
+        )
+        worker.start()
+        migrated_meanwhile = done.wait(30)
+    worker.join(60)
+    assert migrated_meanwhile, "migrate waited for the consumer's transaction"
