@@ -109,6 +109,11 @@ class BatchOutcome:
     # stream sequence -> how many times it has failed as poison, of the retrying
     poison_failures: dict[int, int] = attrs.Factory(dict)
 
+    def unsettled(self) -> set[int]:
+        """`id()` of each message not settled yet: dead-lettered or retrying."""
+        dead = {id(item.msg) for item in self.dead}
+        return dead | {id(item.msg) for item in self.retrying}
+
 
 class ConsumerRunner:
     def __init__(
@@ -219,8 +224,7 @@ class ConsumerRunner:
         DUPLICATES_SKIPPED.labels(consumer=self.name).inc(outcome.duplicates)
         count_retries(self.name, "unknown", len(outcome.retrying))  # poison, NAKed
         outcome.dead.extend(unreadable)
-        unsettled = {id(item.msg) for item in outcome.dead}
-        unsettled |= {id(item.msg) for item in outcome.retrying}
+        unsettled = outcome.unsettled()
         if outcome.dead:  # a lost publish is raised: the rest is redelivered
             await self._delivery.give_up(outcome.dead, name_events=True)
         for retry in outcome.retrying:
@@ -277,8 +281,7 @@ class ConsumerRunner:
     ) -> None:
         """A failure recorded for a message this commit settles (applied or a
         duplicate) goes with it; a dead one's is read for its dead letter first."""
-        unsettled = {id(item.msg) for item in outcome.dead}
-        unsettled |= {id(item.msg) for item in outcome.retrying}
+        unsettled = outcome.unsettled()
         done = [item.msg for item in batch if id(item.msg) not in unsettled]
         self._delivery.settled(done, within=conn)
 
