@@ -168,20 +168,30 @@ class ClubApplication(WebhookUseCases, ExportUseCases):
         done: dict[int, EnrollmentReply | BaseException] = {}
         for attempt in range(MAX_ATTEMPTS):
             todo = [i for i in range(len(group)) if i not in done]
-            lesson = self.get_lesson(lesson_id)
-            new, answers, outcomes = self._decide_group(
-                lesson, [group[i] for i in todo]
-            )
+            items = [group[i] for i in todo]
+            # The cached copy first (no read): a save of new events is checked by
+            # the lesson's version anyway. What saves none — a refusal, a replay —
+            # is checked by nothing, so it is decided again on the stored lesson.
+            lesson = self._cached_lesson(lesson_id) if attempt == 0 else None
+            unchecked = lesson is not None
+            if lesson is not None:
+                new, answers, outcomes = self._decide_group(lesson, items)
+            if lesson is None or not new:
+                lesson, unchecked = self.get_lesson(lesson_id), False
+                new, answers, outcomes = self._decide_group(lesson, items)
             try:
                 if new:
                     self.save(lesson, *new, answers=answers)
                     self._keep_warm(lesson)
                 elif answers:
                     stored = self._answers().record(answers)
-                    outcomes = _replayed(outcomes, [group[i] for i in todo], stored)
+                    outcomes = _replayed(outcomes, items, stored)
             except IntegrityError:
-                done |= self._resolve_race([group[i] for i in todo], todo)
-                back_off(attempt)
+                done |= self._resolve_race(items, todo)
+                if unchecked:  # another process wrote the lesson: no race to wait out
+                    self._found_stale(lesson_id)
+                else:
+                    back_off(attempt)
                 continue
             done |= dict(zip(todo, outcomes, strict=True))
             return [done[i] for i in range(len(group))]

@@ -7,6 +7,7 @@ so one `save()` still commits a purchase, its lesson and its enrollment together
 
 from __future__ import annotations
 
+import copy
 import time
 from uuid import UUID
 
@@ -21,6 +22,10 @@ from application.ports import AnswerStore, EnrollmentLookups, StudentDirectory
 from domain.lesson import Lesson
 
 MAX_ATTEMPTS = 50
+# After a lesson's cached copy lost the version check (another process wrote it),
+# its reads go to the store for this long: a copy that keeps losing costs a save.
+CHECK_AFTER_STALE_S = 1.0
+MAX_CHECKED = 1024
 # A write that lost a race to another writer: 1 ms doubling to 50 ms, full jitter.
 CONFLICT_RETRY = BackoffPolicy(first=0.001, cap=0.05, jitter=Jitter.FULL)
 
@@ -42,6 +47,7 @@ class ClubStore(Application[UUID]):
         self.students = students
         self.answers = answers
         self.lookups = lookups
+        self._checked_until: dict[UUID, float] = {}  # lessons found stale, until
 
     def get_lesson(self, lesson_id: UUID) -> Lesson:
         try:
@@ -52,9 +58,34 @@ class ClubStore(Application[UUID]):
             raise NotFoundError("lesson", lesson_id)
         return lesson
 
+    def _cached_lesson(self, lesson_id: UUID) -> Lesson | None:
+        """A copy of the lesson as this process last read or saved it, unchecked
+        against the store (no round trip): None when it is not cached, or lost the
+        version check within CHECK_AFTER_STALE_S. A save of what is decided on it
+        is checked all the same, by the lesson's next version: one that another
+        process took fails it (IntegrityError); see `_found_stale`."""
+        cache = self.repository.cache
+        if cache is None or self._checked_until.get(lesson_id, 0) > time.monotonic():
+            return None
+        try:
+            cached = cache.get(lesson_id)
+        except KeyError:
+            return None
+        return copy.deepcopy(cached) if isinstance(cached, Lesson) else None
+
+    def _found_stale(self, lesson_id: UUID) -> None:
+        """The cached copy lost the version check: read the store for a while."""
+        now = time.monotonic()
+        if len(self._checked_until) > MAX_CHECKED:  # forget the ones that expired
+            self._checked_until = {
+                key: until for key, until in self._checked_until.items() if until > now
+            }
+        self._checked_until[lesson_id] = now + CHECK_AFTER_STALE_S
+
     def _keep_warm(self, lesson: Lesson) -> None:
-        """The lesson just saved replaces its cached copy, which the next read
-        would otherwise fast-forward by decoding the events this save wrote. The
+        """The lesson just saved replaces its cached copy: the next group decides
+        on it (`_cached_lesson`), and a read fast-forwards it without decoding the
+        events this save wrote. The
         library leaves the old copy when it fast-forwards: a caller may change an
         aggregate after saving it; the group commit never does. A newer version
         written meanwhile by another process is still read: the fast-forward asks
