@@ -147,8 +147,10 @@ def _caller(claims: Mapping[str, Any]) -> Caller:
         raise InvalidTokenError("the token's sub is not a caller's id")
     if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
         raise InvalidTokenError("the token's roles are not a list of names")
-    known = {r.value for r in Role}
-    return Caller(sub=sub, roles=frozenset(Role(r) for r in roles if r in known))
+    return Caller(sub=sub, roles=frozenset(_ROLES[r] for r in roles if r in _ROLES))
+
+
+_ROLES = {role.value: role for role in Role}  # a name Club does not know is ignored
 
 
 def sign(

@@ -78,7 +78,8 @@ class ClubRecorder(PostgresApplicationRecorder):
             "channel": Identifier(self.channel_name),
         }
         self.sql_create_statements.append(SQL(_INSERT_FUNCTION).format(**names))
-        self._insert = SQL(_INSERT).format(**names)
+        # Rendered once: a Composed is rendered again on every execute.
+        self._insert = SQL(_INSERT).format(**names).as_bytes(None)
         self._lock_timeout = f"{datastore.lock_timeout}s"
 
     def insert_events(

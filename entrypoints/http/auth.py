@@ -15,6 +15,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from adapters.identity.tokens import InvalidTokenError, IssuerKeys, TokenVerifier
 from application.identity import Caller
@@ -31,11 +32,15 @@ async def _caller(
     request: Request,
     given: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
 ) -> Caller:
+    return await _caller_of(request, None if given is None else given.credentials)
+
+
+async def _caller_of(request: Request, token: str | None) -> Caller:
     limit: CallerLimit | None = getattr(request.app.state, "rate_limit", None)
     try:
-        if given is None:
+        if token is None:
             raise InvalidTokenError("send Authorization: Bearer <token>")
-        caller = await _verified(request.app.state.verifier, given.credentials)
+        caller = await _verified(request.app.state.verifier, token)
     except InvalidTokenError:
         if limit is not None:  # a flood of bad tokens is an address's to pay for
             limit.spend(f"address:{request.client.host if request.client else ''}")
@@ -48,7 +53,16 @@ async def _caller(
 
 async def verified_caller(request: Request) -> Caller:
     """`CallerDep` outside FastAPI's dependency solving (a lean route's)."""
-    return await _caller(request, await _BEARER(request))
+    return await _caller_of(request, bearer_token(request.headers.get("authorization")))
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token `_BEARER` would take from this header (its rules, without the
+    model it builds for each request), or None."""
+    scheme, credentials = get_authorization_scheme_param(authorization)
+    if not (authorization and scheme and credentials) or scheme.lower() != "bearer":
+        return None
+    return credentials
 
 
 async def _verified(verifier: TokenVerifier, token: str) -> Caller:
