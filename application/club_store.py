@@ -85,11 +85,10 @@ class ClubStore(Application[UUID]):
     def _keep_warm(self, lesson: Lesson) -> None:
         """The lesson just saved replaces its cached copy: the next group decides
         on it (`_cached_lesson`), and a read fast-forwards it without decoding the
-        events this save wrote. The
-        library leaves the old copy when it fast-forwards: a caller may change an
-        aggregate after saving it; the group commit never does. A newer version
-        written meanwhile by another process is still read: the fast-forward asks
-        for every version after the cached one."""
+        events this save wrote. The library leaves the old copy when it
+        fast-forwards: a caller may change an aggregate after saving it; the group
+        commit never does. A newer version written meanwhile by another process is
+        still read: the fast-forward asks for every version after the cached one."""
         if self.repository.cache is not None:
             self.repository.cache.put(lesson.id, lesson)
 
