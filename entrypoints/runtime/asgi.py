@@ -13,6 +13,7 @@ from entrypoints.config.logging_setup import configure_logging, log_format
 from entrypoints.config.settings import Settings
 from entrypoints.runtime import bootstrap
 from entrypoints.runtime.roles import _build_when_reachable  # roles.py owns the wait
+from entrypoints.runtime.startup_heap import freeze_startup_heap
 
 
 def create_app() -> ASGIApp:
@@ -26,4 +27,6 @@ def create_app() -> ASGIApp:
     assert container is not None  # noqa: S101 - only a stop check returns None
     # A worker ends after uvicorn's graceful shutdown: close its pool on the way out.
     atexit.register(container.close)
-    return bootstrap.build_api(settings, container)
+    app = bootstrap.build_api(settings, container)
+    freeze_startup_heap()
+    return app

@@ -27,6 +27,7 @@ from entrypoints.runtime import bootstrap, role_metrics
 from entrypoints.runtime.api_workers import api_workers
 from entrypoints.runtime.head_deadline import HEAD_DEADLINE_PROTOCOL
 from entrypoints.runtime.metrics_server import MetricsServer, Refresh, serve_metrics
+from entrypoints.runtime.startup_heap import freeze_startup_heap
 
 log = structlog.get_logger()
 
@@ -77,8 +78,10 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
     )
     assert container is not None  # noqa: S101 - only a stop check returns None
     try:
+        app = bootstrap.build_api(settings, container)
+        freeze_startup_heap()
         uvicorn.run(
-            bootstrap.build_api(settings, container),
+            app,
             host=settings.http_host,
             port=settings.http_port,
             log_level="warning",
