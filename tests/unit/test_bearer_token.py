@@ -19,8 +19,8 @@ def _generic(authorization: str | None) -> str | None:
         else [(b"authorization", authorization.encode("latin-1"))]
     )
     request = Request({"type": "http", "headers": headers})
-    given = asyncio.run(_BEARER(request))
-    return None if given is None else given.credentials
+    taken = asyncio.run(_BEARER(request))
+    return None if taken is None else taken.credentials
 
 
 HEADERS = [
