@@ -25,6 +25,7 @@ MAX_ATTEMPTS = 50
 # After a lesson's cached copy lost the version check (another process wrote it),
 # its reads go to the store for this long: a copy that keeps losing costs a save.
 CHECK_AFTER_STALE_S = 1.0
+# Past this many lessons marked, the expired marks are dropped: a bounded map.
 MAX_CHECKED = 1024
 # A write that lost a race to another writer: 1 ms doubling to 50 ms, full jitter.
 CONFLICT_RETRY = BackoffPolicy(first=0.001, cap=0.05, jitter=Jitter.FULL)
