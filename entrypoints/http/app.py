@@ -22,6 +22,7 @@ from entrypoints.config.container import Container
 from entrypoints.config.settings import exports_dir
 from entrypoints.http.deadline import DEFAULT_DEADLINE_S
 from entrypoints.http.edge import Edge
+from entrypoints.http.lean_lanes import LeanLanes
 from entrypoints.http.problems import install_error_handlers
 from entrypoints.http.rate_limit import CallerLimit
 from entrypoints.http.routes import (
@@ -92,6 +93,6 @@ def create_api(
     for router in (*(module.router for module in ROUTERS), *more_routers):
         api.include_router(router)
     served: ASGIApp = Edge(
-        api, deadline_seconds=deadline_seconds, allowed_hosts=allowed_hosts
+        LeanLanes(api), deadline_seconds=deadline_seconds, allowed_hosts=allowed_hosts
     )
     return served  # type: ignore[return-value]

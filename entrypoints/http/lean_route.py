@@ -9,6 +9,10 @@ answers it, or returns None to hand it to the generic handler, which then answer
 exactly as it always did (FastAPI's own 422s included). So `lean` must take only
 what the generic handler would accept, with the same values, and decide to hand
 over before anything with an effect (the rate limit's count) happens.
+
+In `club api` a lean route's requests do not reach FastAPI's router at all:
+`lean_lanes.py` hands them to `lean` in front of it. The handler below serves an
+app without that front (a test's bare FastAPI app) the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ Lean = Callable[[Request], Awaitable[Response | None]]
 
 def lean_route(lean: Lean) -> type[APIRoute]:
     class LeanRoute(APIRoute):
+        lean_of_route = staticmethod(lean)
+
         def get_route_handler(
             self,
         ) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -37,3 +43,9 @@ def lean_route(lean: Lean) -> type[APIRoute]:
             return handler
 
     return LeanRoute
+
+
+def lean_of(route: object) -> Lean | None:
+    """The lean function of a route `lean_route` made, else None."""
+    lean: Lean | None = getattr(type(route), "lean_of_route", None)
+    return lean
