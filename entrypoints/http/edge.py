@@ -16,7 +16,7 @@ from uuid import uuid4
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from structlog.contextvars import bound_contextvars
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from entrypoints.http.body_limit import MAX_BODY_BYTES, within_limit
 from entrypoints.http.deadline import late_answer
@@ -87,7 +87,10 @@ class Edge:
                 exchange.started = True
                 await send_with_id(message)
 
-        with bound_contextvars(request_id=request_id, **path_ids(scope["path"])):
+        # Reset by token, not by structlog's `bound_contextvars`, which reads
+        # every context variable of the request to restore them.
+        bound = bind_contextvars(request_id=request_id, **path_ids(scope["path"]))
+        try:
             # A task of its own: past the deadline this call returns with the 503
             # while the work carries on (a test's client waits for the return).
             task = asyncio.ensure_future(
@@ -110,6 +113,8 @@ class Edge:
             path = scope.get("path", "")
             log.warning("http.deadline_exceeded", path=path, seconds=self.seconds)
             await late_answer(scope, self.seconds)(scope, receive, send_with_id)
+        finally:
+            reset_contextvars(**bound)
 
     def _finished_late(self, task: asyncio.Task[None]) -> None:
         self._abandoned.discard(task)

@@ -4,11 +4,14 @@ name in `Host`, and is refused before anything else runs (`edge.py`)."""
 
 from __future__ import annotations
 
+import functools
+
 from starlette.responses import Response
 
 from entrypoints.http.problems import problem
 
 
+@functools.lru_cache(maxsize=256)  # the few names a deployment is called by
 def _host_of(header: bytes) -> str:
     text = header.decode("latin-1").strip().lower()
     if text.startswith("["):  # [::1]:8000

@@ -31,10 +31,11 @@ def run_once(
     key: str,
     body: Any,
     use_case: UseCase,
-    respond: Callable[[object], JSONResponse],
+    respond: Callable[[object], JSONResponse | Answer],
 ) -> Response:
-    """`respond` turns the use case's result into the response to store and give;
-    a known error becomes its problem details, a passing failure is not stored."""
+    """`respond` turns the use case's result into the response to store and give
+    (an `Answer` as it is stored, or a response to read it from); a known error
+    becomes its problem details, a passing failure is not stored."""
     if not 0 < len(key) <= MAX_KEY_LENGTH:
         return problem(
             400, "invalid-idempotency-key", "Invalid Idempotency-Key",
@@ -57,7 +58,8 @@ def run_once(
             if known is None or known.status_code >= 500:  # noqa: PLR2004
                 return None  # a bug or a passing failure: a retry runs afresh
             return _answer(known)
-        return _answer(respond(outcome))
+        answered = respond(outcome)
+        return answered if isinstance(answered, Answer) else _answer(answered)
 
     answer = use_case(keyed, answer_for)
     crash_point("api.after_commit")  # committed; the answer is not yet sent

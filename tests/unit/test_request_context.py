@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from uuid import uuid4
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from structlog.contextvars import get_contextvars
+from starlette.types import Message
+from structlog.contextvars import bind_contextvars, get_contextvars
 
 from entrypoints.http.edge import Edge
 from entrypoints.http.request_context import path_ids
@@ -63,6 +65,39 @@ def test_the_resource_named_in_the_path_is_bound_beside_it() -> None:
         typed = http.get("/enrollments/ann@example.org")
     assert named.json()["enrollment_id"] == str(enrollment)
     assert set(typed.json()) == {"request_id"}  # not a UUID: not an id
+
+
+def test_the_callers_own_context_is_as_it_was_after_a_request() -> None:
+    """A client that calls the app in its own task (httpx's ASGI transport) keeps
+    its bindings, and gets none of the request's."""
+    enrollment = uuid4()
+    api = FastAPI()
+
+    @api.get("/enrollments/{anything}")
+    async def seen(anything: str) -> dict[str, object]:
+        return get_contextvars()
+
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def call() -> dict[str, object]:
+        bind_contextvars(request_id="the-callers", lesson_id="kept")
+        scope = {
+            "type": "http", "method": "GET", "path": f"/enrollments/{enrollment}",
+            "headers": [], "query_string": b"", "root_path": "",
+        }  # fmt: skip
+        await Edge(api, deadline_seconds=5)(scope, receive, send)
+        return get_contextvars()
+
+    after = asyncio.run(call())
+    assert after == {"request_id": "the-callers", "lesson_id": "kept"}
+    assert sent[0]["status"] == 200
+    assert b'"enrollment_id"' in sent[1]["body"]  # bound while the route ran
 
 
 def test_path_ids_know_each_resource() -> None:

@@ -8,10 +8,11 @@ from uuid import UUID
 
 import msgspec
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from application.club import EnrollmentView
 from application.commands import CancelEnrollment, EnrollStudent
+from application.idempotency import Answer
 from application.identity import Caller, may_act_for_student, may_read_own
 from application.notification_record import Notification
 from domain.student import STUDENT_ID_PATTERN, check_student_id
@@ -153,11 +154,22 @@ def get_enrollment(
     return enrollment_out(view, notification)
 
 
-def created(view: object) -> JSONResponse:
+def created(view: object) -> Answer:
+    """EnrollmentOut without its notification, as JSON, built as it is stored: no
+    model to validate, no response rendered to be read back."""
     assert isinstance(view, EnrollmentView)  # noqa: S101 - the use case's result
-    body = enrollment_out(view).model_dump(mode="json", exclude={"notification"})
-    location = f"/enrollments/{view.enrollment_id}"
-    return JSONResponse(body, status_code=201, headers={"Location": location})
+    enrollment_id = str(view.enrollment_id)
+    body = {
+        "enrollment_id": enrollment_id,
+        "lesson_id": str(view.lesson_id),
+        "student_id": view.student_id,
+        "status": view.status,
+    }
+    headers = {
+        "location": f"/enrollments/{enrollment_id}",
+        "content-type": "application/json",
+    }
+    return Answer(status_code=201, body=body, headers=headers)
 
 
 def enrollment_out(
