@@ -50,7 +50,7 @@ class Edge:
         self.seconds = deadline_seconds
         self.hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
         self.limit = body_limit
-        self._abandoned: set[asyncio.Task[None]] = set()  # strong refs until done
+        self._late: set[asyncio.Task[None]] = set()  # strong refs until sent
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,38 +87,37 @@ class Edge:
                 exchange.started = True
                 await send_with_id(message)
 
+        def answer_late() -> None:
+            if exchange.started:  # already answering: let it finish
+                return
+            exchange.abandoned = True
+            path = scope.get("path", "")
+            log.warning("http.deadline_exceeded", path=path, seconds=self.seconds)
+            late = late_answer(scope, self.seconds)(scope, receive, send_with_id)
+            task = asyncio.ensure_future(late)
+            self._late.add(task)
+            task.add_done_callback(self._late.discard)
+
         # Reset by token, not by structlog's `bound_contextvars`, which reads
         # every context variable of the request to restore them.
         bound = bind_contextvars(request_id=request_id, **path_ids(scope["path"]))
+        # The work runs here, in the server's task for the request; past the
+        # deadline a timer answers 503 beside it and the work carries on (the
+        # server counts it against its concurrency limit until it ends).
+        timer = asyncio.get_running_loop().call_later(self.seconds, answer_late)
         try:
-            # A task of its own: past the deadline this call returns with the 503
-            # while the work carries on (a test's client waits for the return).
-            task = asyncio.ensure_future(
-                within_limit(
-                    self.app,
-                    scope,
-                    receive,
-                    send_once,
-                    limit=self.limit,
-                    declared=declared,
-                )
+            await within_limit(
+                self.app, scope, receive, send_once, limit=self.limit, declared=declared
             )
-            done, _ = await asyncio.wait({task}, timeout=self.seconds)
-            if done or exchange.started:  # answered in time, or already answering
-                await task
-                return
-            exchange.abandoned = True
-            self._abandoned.add(task)
-            task.add_done_callback(self._finished_late)
-            path = scope.get("path", "")
-            log.warning("http.deadline_exceeded", path=path, seconds=self.seconds)
-            await late_answer(scope, self.seconds)(scope, receive, send_with_id)
+        except Exception as error:
+            if not exchange.abandoned:
+                raise
+            # Its client has its answer; raised on, the server would close the
+            # connection, which may already carry the client's next request.
+            log.info("http.abandoned_request_finished", error=repr(error))
+        else:
+            if exchange.abandoned:
+                log.info("http.abandoned_request_finished", error=None)
         finally:
+            timer.cancel()
             reset_contextvars(**bound)
-
-    def _finished_late(self, task: asyncio.Task[None]) -> None:
-        self._abandoned.discard(task)
-        error = None if task.cancelled() else task.exception()
-        log.info(
-            "http.abandoned_request_finished", error=repr(error) if error else None
-        )

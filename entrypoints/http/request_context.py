@@ -17,6 +17,9 @@ HEADER = b"x-request-id"
 # No '@', no space, no control character: a caller's id cannot smuggle an address
 # or a second line into the log, nor a header into the answer.
 WELL_FORMED = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_CANONICAL_UUID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+)
 PATH_IDS = {
     "enrollments": "enrollment_id",
     "purchases": "purchase_id",
@@ -39,7 +42,10 @@ def path_ids(path: str) -> dict[str, str]:
     parts = path.strip("/").split("/")
     if len(parts) < 2 or parts[0] not in PATH_IDS:  # noqa: PLR2004 - kind and id
         return {}
+    given = parts[1]
+    if _CANONICAL_UUID.fullmatch(given):  # as str(UUID(given)) writes it
+        return {PATH_IDS[parts[0]]: given}
     try:
-        return {PATH_IDS[parts[0]]: str(UUID(parts[1]))}
+        return {PATH_IDS[parts[0]]: str(UUID(given))}
     except ValueError:
         return {}

@@ -10,7 +10,6 @@ from uuid import UUID, uuid4
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
 
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
@@ -22,6 +21,7 @@ from projections import statistics
 from tests.faults.workload import expected_event_ids, stream_event_ids
 from tests.identity import ADMIN, VERIFIER
 from tests.integration.helpers import lesson_with_enrollments, make_relay, relay_all
+from tests.live_server import serving
 from tests.proxy import Proxy
 
 
@@ -30,8 +30,9 @@ def port_of(url: str) -> int:
 
 
 @pytest.fixture
-def events_via_proxy(migrated) -> Iterator[tuple[TestClient, Proxy, Container]]:
-    """An API whose event store connection runs through the proxy; all else direct."""
+def events_via_proxy(migrated) -> Iterator[tuple[httpx.Client, Proxy, Container]]:
+    """An API whose event store connection runs through the proxy; all else direct;
+    behind a real server, which sends the deadline's 503 while the work goes on."""
     database_url = migrated[0]
     with Proxy(port_of(database_url)) as proxy:
         parts = urlsplit(database_url)
@@ -40,9 +41,11 @@ def events_via_proxy(migrated) -> Iterator[tuple[TestClient, Proxy, Container]]:
         container = bootstrap.build(
             database_url, event_store_env=eventsourcing_env(proxied.geturl())
         )
-        with TestClient(
-            create_app(container, deadline_seconds=2, verifier=VERIFIER), headers=ADMIN
-        ) as http:
+        app = create_app(container, deadline_seconds=2, verifier=VERIFIER)
+        with (
+            serving(app) as base,
+            httpx.Client(base_url=base, headers=ADMIN, timeout=60) as http,
+        ):
             yield http, proxy, container
         container.close()
 
@@ -81,7 +84,9 @@ def test_a_lost_commit_reply_is_recognised_as_ours_on_retry(events_via_proxy) ->
     assert container.app.get_lesson(UUID(lesson)).seats_taken == 1
 
     other = f"s-{uuid4().hex[:8]}"
-    assert http.put(f"/students/{other}", json={"email": "b@b.org", "name": "B"})
+    assert http.put(
+        f"/students/{other}", json={"email": "b@b.org", "name": "B"}
+    ).is_success
     reused = http.post(
         f"/lessons/{lesson}/enrollments",
         json={"student_id": other},

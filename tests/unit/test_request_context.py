@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.types import Message
 from structlog.contextvars import bind_contextvars, get_contextvars
 
@@ -107,3 +109,21 @@ def test_path_ids_know_each_resource() -> None:
     assert path_ids(f"/lessons/{some}/roster-exports") == {"lesson_id": some}
     assert path_ids(f"/students/{some}") == {}
     assert path_ids("/") == {}
+
+
+SEGMENTS = st.one_of(
+    st.uuids().map(str),
+    st.uuids().map(lambda u: str(u).upper()),
+    st.uuids().map(lambda u: u.hex),
+    st.uuids().map(lambda u: f"{{{u}}}"),
+    st.text(max_size=40),
+)
+
+
+@given(SEGMENTS.filter(lambda segment: "/" not in segment))
+def test_an_id_is_bound_in_its_canonical_form_or_not_at_all(segment: str) -> None:
+    try:
+        expected = {"lesson_id": str(UUID(segment))}
+    except ValueError:
+        expected = {}
+    assert path_ids(f"/lessons/{segment}") == expected
