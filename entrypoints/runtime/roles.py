@@ -138,6 +138,7 @@ async def _serve_saga(settings: Settings, stop: asyncio.Event) -> None:
             runnable = bootstrap.build_saga(settings, container)
             if metrics is not None:
                 metrics.refresh = role_metrics.saga_refresh(container)
+            freeze_startup_heap()
             log.info("role.started", role="saga")
             async with bootstrap.beating(container, role):
                 await runnable.run(stop)
@@ -268,6 +269,7 @@ async def _serve(
             runnable = build(settings, container, nc)
             if metrics is not None:
                 metrics.refresh = _own_hop(role, container, nc.jetstream(), runnable)
+            freeze_startup_heap()
             log.info("role.started", role=" ".join(role.argv))
             async with bootstrap.beating(container, role):
                 await _run_until_stopped(runnable, stop)

@@ -4,6 +4,7 @@ enrollment moves the counters of every hop it passes through."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -124,6 +125,23 @@ def test_each_role_serves_its_own_hop_and_one_enrollment_moves_them(
         worker, "club_provider_call_seconds_count", provider="email", outcome="ok"
     )
     assert (sent or 0) >= 1  # the confirmation e-mail, timed
+
+
+def test_each_long_lived_role_freezes_what_it_built(
+    stack: tuple[Stack, dict[str, int]],
+) -> None:
+    """Full collections skip start-up's objects (runtime/startup_heap.py)."""
+    club_stack, _ = stack
+
+    def frozen(name: str) -> list[int]:
+        lines = club_stack.logs[name].read_text().splitlines()
+        events = [json.loads(line) for line in lines if line.startswith("{")]
+        return [e["objects"] for e in events if e["event"] == "startup_heap.frozen"]
+
+    for name in ("api", *ROLES):
+        counts = eventually(lambda name=name: frozen(name) or None)
+        assert len(counts) == 1, (name, counts)
+        assert counts[0] > 10_000, (name, counts)  # the import graph, at least
 
 
 def test_a_metrics_port_taken_is_one_line_and_exit_2(
