@@ -29,11 +29,12 @@ log = structlog.get_logger()
 class _Exchange:
     """One request's answer: begun by the route, or given up at the deadline."""
 
-    __slots__ = ("abandoned", "started")
+    __slots__ = ("abandoned", "late", "started")
 
     def __init__(self) -> None:
         self.started = False
         self.abandoned = False
+        self.late: asyncio.Task[None] | None = None  # the deadline's 503, sent
 
 
 class Edge:
@@ -50,7 +51,6 @@ class Edge:
         self.seconds = deadline_seconds
         self.hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
         self.limit = body_limit
-        self._late: set[asyncio.Task[None]] = set()  # strong refs until sent
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -94,9 +94,8 @@ class Edge:
             path = scope.get("path", "")
             log.warning("http.deadline_exceeded", path=path, seconds=self.seconds)
             late = late_answer(scope, self.seconds)(scope, receive, send_with_id)
-            task = asyncio.ensure_future(late)
-            self._late.add(task)
-            task.add_done_callback(self._late.discard)
+            exchange.late = asyncio.ensure_future(late)
+            exchange.late.add_done_callback(_sent_late)
 
         # Reset by token, not by structlog's `bound_contextvars`, which reads
         # every context variable of the request to restore them.
@@ -121,3 +120,12 @@ class Edge:
         finally:
             timer.cancel()
             reset_contextvars(**bound)
+        if exchange.late is not None:  # work that ended just past the deadline:
+            await asyncio.wait({exchange.late})  # the server wants a whole answer
+
+
+def _sent_late(task: asyncio.Task[None]) -> None:
+    """The 503's own failure (a client gone meanwhile) is logged, not lost."""
+    error = None if task.cancelled() else task.exception()
+    if error is not None:
+        log.info("http.late_answer_not_sent", error=repr(error))

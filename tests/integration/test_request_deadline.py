@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from fastapi import FastAPI
+from starlette.types import Message, Receive, Scope, Send
 
 from entrypoints.http.edge import Edge
 from tests.live_server import serving
@@ -70,3 +71,36 @@ def test_abandoned_work_that_fails_never_closes_the_connection(http, work) -> No
     answer = http.get("/quick")
     assert answer.status_code == 200, answer.text
     assert work == ["late work ended", "quick work ended"]
+
+
+def test_work_ending_while_the_503_is_sent_returns_after_it() -> None:
+    """The server takes the app's return as the end of the answer: the 503 must
+    be whole by then, even when the work ends while it is being sent."""
+    sent: list[Message] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await asyncio.sleep(1.5 * DEADLINE_S)  # ends while the 503 is being sent
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"too late"})
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def slow_send(message: Message) -> None:
+        await asyncio.sleep(DEADLINE_S)  # a slow client's socket
+        sent.append(message)
+
+    async def call() -> list[Message]:
+        scope = {
+            "type": "http", "method": "GET", "path": "/", "headers": [],
+            "query_string": b"", "root_path": "",
+        }  # fmt: skip
+        await Edge(app, deadline_seconds=DEADLINE_S)(scope, receive, slow_send)
+        return list(sent)
+
+    answered = asyncio.run(call())
+    assert [m["type"] for m in answered] == [
+        "http.response.start",
+        "http.response.body",
+    ]
+    assert answered[0]["status"] == 503
