@@ -6,7 +6,7 @@ import pytest
 
 from entrypoints.config.exposure import default_hosts, parse_hosts, parsed_rate
 from entrypoints.config.settings import ConfigError, Settings
-from entrypoints.http.hosts import _host_of
+from entrypoints.http.hosts import _cached_host_of, _host_of, serves
 from entrypoints.http.rate_limit import CallerLimit, RateLimitedError
 
 pytestmark = pytest.mark.unit
@@ -26,6 +26,18 @@ pytestmark = pytest.mark.unit
 )
 def test_the_host_header_is_read_without_its_port(header: bytes, host: str) -> None:
     assert _host_of(header) == host
+
+
+def test_only_a_name_sized_host_header_is_remembered() -> None:
+    hosts = frozenset({"api.club.example"})
+    _cached_host_of.cache_clear()
+    assert serves(hosts, b"API.club.example:443")
+    assert serves(hosts, b"API.club.example:443")  # from the cache
+    huge = b"a" * 100_000 + b".example"
+    assert not serves(hosts, huge)
+    assert not serves(hosts, huge)
+    info = _cached_host_of.cache_info()
+    assert (info.hits, info.misses, info.currsize) == (1, 1, 1)  # huge: never kept
 
 
 def test_by_default_the_api_answers_to_its_own_address_only() -> None:
