@@ -25,7 +25,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from entrypoints.http.body_limit import replay
-from entrypoints.http.lean_route import Lean, lean_of
+from entrypoints.http.lean_route import HANDED_OVER, Lean, lean_of
 
 
 @attrs.frozen
@@ -74,6 +74,7 @@ class LeanLanes:
             await self._answer_error(request, error, send)
             return
         if answer is None:  # handed to FastAPI, with the body read so far
+            scope[HANDED_OVER] = True  # not to be asked again there
             await self.app(scope, replay(await request.body(), receive), send)
             return
         await answer(scope, receive, send)

@@ -26,6 +26,10 @@ from fastapi.routing import APIRoute
 # Answers a request the generic handler would accept, or None to hand it over.
 Lean = Callable[[Request], Awaitable[Response | None]]
 
+# Set in a request's scope once its lean function handed it over: the route's
+# handler then goes straight to the generic one instead of asking again.
+HANDED_OVER = "club.lean_handed_over"
+
 
 def lean_route(lean: Lean) -> type[APIRoute]:
     class LeanRoute(APIRoute):
@@ -37,6 +41,8 @@ def lean_route(lean: Lean) -> type[APIRoute]:
             generic = super().get_route_handler()
 
             async def handler(request: Request) -> Response:
+                if request.scope.get(HANDED_OVER):
+                    return await generic(request)
                 answered = await lean(request)
                 return answered if answered is not None else await generic(request)
 

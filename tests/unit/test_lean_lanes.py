@@ -20,8 +20,12 @@ class RefusedError(Exception):
     """An error the app has a handler of its own for."""
 
 
+ASKED: list[str] = []  # what the lean function was asked, in order
+
+
 async def lean(request: Request) -> Response | None:
     what = request.path_params["what"]
+    ASKED.append(what)
     if what == "refused":
         raise RefusedError
     if what == "missing":
@@ -70,8 +74,10 @@ def test_a_matching_request_is_answered_by_lean_with_its_route(http) -> None:
 
 
 def test_a_request_lean_hands_back_reaches_fastapi_with_its_body(http) -> None:
+    ASKED.clear()
     answer = http.post("/v1/things/hand-over", json={"a": 1})
     assert answer.json() == {"lane": "generic", "what": "hand-over", "body": {"a": 1}}
+    assert ASKED == ["hand-over"]  # once: the route's handler does not ask again
 
 
 def test_another_method_or_path_goes_to_the_app(http) -> None:

@@ -1,4 +1,4 @@
-"""The API freezes what start-up built, so a full collection skips it."""
+"""A role freezes what start-up built, so a full collection skips it."""
 
 from __future__ import annotations
 
