@@ -47,7 +47,12 @@ def club_up(
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_ready(base, timeout=ready_within)
+        try:
+            wait_ready(base, timeout=ready_within, process=proc)
+        except (TimeoutError, RuntimeError) as not_ready:
+            # What the supervisor and its roles printed is the only account of why.
+            tail = up_log(data_dir)[-6000:]
+            raise AssertionError(f"{not_ready}; club up printed:\n{tail}") from None
         yield base, proc
     finally:
         if proc.poll() is None:
