@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -30,11 +31,14 @@ _Job = tuple[
 
 
 class _Threads:
-    """Daemon threads started at the first hand-off, not at import: a process
-    that forks (a server's workers) starts its own after the fork."""
+    """Daemon threads started at the first hand-off, not at import; a forked
+    child, which has none of them, starts its own at its first."""
 
     def __init__(self, count: int) -> None:
         self._count = count
+        self._forget()
+
+    def _forget(self) -> None:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._started = False
         self._starting = threading.Lock()
@@ -103,6 +107,7 @@ def _failed(future: asyncio.Future[Any], error: BaseException) -> None:
 
 
 _THREADS = _Threads(THREADS)
+os.register_at_fork(after_in_child=_THREADS._forget)  # threads do not survive a fork
 
 
 async def in_thread(work: Callable[[], T]) -> T:

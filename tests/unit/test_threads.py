@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 
 import pytest
@@ -115,3 +116,18 @@ def test_an_answer_for_a_closed_loop_is_dropped_quietly(
     asyncio.run(ask_all())
     assert answered.is_set()
     assert died == []
+
+
+def test_a_forked_child_hands_off_on_threads_of_its_own() -> None:
+    """The parent's threads stay behind in a fork; the child must not queue
+    work that no thread will ever take."""
+    assert asyncio.run(in_thread(lambda: "parent")) == "parent"  # threads started
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit code
+        try:
+            answered = asyncio.run(asyncio.wait_for(in_thread(lambda: "child"), 10))
+            os._exit(0 if answered == "child" else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
