@@ -168,7 +168,7 @@ def backlog_drain(
         "model_s": model,
         "measured_s": _seconds(drained),
         "steady_queue": float(steady_level(trace, STEADY_S)),
-        # Sessions 3-5's bound, one second of arrivals: its own model is 26 s.
+        # The bound measured before this one, one second of arrivals: its model is 26 s.
         "to_one_second_of_arrivals_s": _seconds(one_second),
         "worker_start_s": back - started,  # shown beside, not counted
         "busiest_second": float(busiest_second(times)),
