@@ -68,12 +68,14 @@ def _run(
     context: contextvars.Context,
     work: _Work,
 ) -> None:
+    result: object = None
+    error: BaseException | None = None
     try:
         result = context.run(work)
-    except BaseException as error:  # the awaiting request's to raise
-        _settle(loop, _failed, future, _awaitable(error))
-    else:
-        _settle(loop, _succeeded, future, result)
+    except BaseException as raised:  # the awaiting request's to raise
+        error = _awaitable(raised)
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody left to tell
+        loop.call_soon_threadsafe(_settle, future, result, error)
 
 
 def _awaitable(error: BaseException) -> BaseException:
@@ -87,22 +89,13 @@ def _awaitable(error: BaseException) -> BaseException:
 
 
 def _settle(
-    loop: asyncio.AbstractEventLoop,
-    settle: Callable[[asyncio.Future[Any], Any], None],
-    future: asyncio.Future[Any],
-    outcome: object,
+    future: asyncio.Future[Any], result: object, error: BaseException | None
 ) -> None:
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody left to tell
-        loop.call_soon_threadsafe(settle, future, outcome)
-
-
-def _succeeded(future: asyncio.Future[Any], result: object) -> None:
-    if not future.cancelled():  # a waiter that left; its work is done all the same
+    if future.cancelled():  # a waiter that left; its work is done all the same
+        return
+    if error is None:
         future.set_result(result)
-
-
-def _failed(future: asyncio.Future[Any], error: BaseException) -> None:
-    if not future.cancelled():
+    else:
         future.set_exception(error)
 
 
