@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import attrs
 import jwt
 from jwt.algorithms import HMACAlgorithm
+from jwt.api_jws import _BASE64URL_ALPHABET  # the decoder's own, kept in step
 from jwt.utils import base64url_decode, base64url_encode
 
 from application.identity import Caller, Role
@@ -102,9 +103,6 @@ class _SecretCheckedOnce(HMACAlgorithm):
         return prepared
 
 
-_BASE64URL = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-
-
 def _decode_segment(segment: bytes, name: str) -> bytes:
     """PyJWS's `_decode_base64url_segment`, rule for rule, with its alphabet
     check done in C (`bytes.translate`) instead of a Python generator over every
@@ -114,7 +112,7 @@ def _decode_segment(segment: bytes, name: str) -> bytes:
     padding = len(segment) - len(stripped)
     if padding > 2 or (padding and len(segment) % 4 != 0):  # noqa: PLR2004
         raise jwt.DecodeError(f"Invalid {name} padding")
-    if len(stripped) % 4 == 1 or stripped.translate(None, _BASE64URL):
+    if len(stripped) % 4 == 1 or stripped.translate(None, _BASE64URL_ALPHABET):
         raise jwt.DecodeError(f"Invalid {name} padding")
     try:
         decoded = base64url_decode(stripped)
