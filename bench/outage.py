@@ -38,12 +38,12 @@ from bench.jobs import (
     STEADY_S,
     _in_background,
     _seconds,
-    _wait_until,
     accepted_times,
     busiest_second,
     email_sandbox,
     sent,
     unsent,
+    unsent_after,
 )
 from entrypoints.runtime import bootstrap
 
@@ -102,7 +102,7 @@ def outage_drain(
                 first_out = since
             trace.append((since, due - accepted))
             time.sleep(0.1)
-        _wait_until(lambda: unsent(container, len(who), who) == 0, 180)
+        left = unsent_after(lambda: unsent(container, len(who), who), 180)
         times = accepted_times(sandbox)
     model = plan(
         backlog=BACKLOG,
@@ -122,6 +122,7 @@ def outage_drain(
         "dead_letters": float(_dead_lettered(container, who)),
         "dead_letters_during_outage": float(dead_during),
         "busiest_second": float(busiest_second(times)),
+        "unsent_after_wait": float(left),
     }
 
 
