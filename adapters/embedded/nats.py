@@ -45,8 +45,10 @@ class EmbeddedNats:
         *,
         sync_always: bool = True,
         users: Sequence[NatsUser] = (),
+        max_payload: int | None = None,  # None: the server's default, 1 MB
     ) -> None:
         self.root = data_dir
+        self.max_payload = max_payload
         self.log = data_dir / "nats.log"
         self.credentials = data_dir / "credentials.json"
         self.sync_always = sync_always
@@ -75,6 +77,8 @@ class EmbeddedNats:
             f"listen: 127.0.0.1:{self.port}\n"
             f"jetstream {{\n  store_dir: {json.dumps(store)}\n  {sync}\n}}\n"
         )
+        if self.max_payload is not None:
+            text += f"max_payload: {self.max_payload}\n"
         if self.users:
             names = [user.name for user in self.users]
             self.passwords = load_or_create(self.credentials, names)

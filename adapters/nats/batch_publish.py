@@ -91,6 +91,23 @@ class Outgoing:
         return f"NATS/1.0\r\n{lines}\r\n".encode()
 
 
+class MessageTooLargeError(MaxPayloadError):
+    """A message with its headers over what the broker takes. Not the message's
+    fault but the broker's setting (Club's events are bounded; NATS's default
+    max_payload, 1 MB, holds any of them): the caller waits and retries, as for an
+    outage, and says what to change."""
+
+    def __init__(self, subject: str, size: int, most: int) -> None:
+        super().__init__(
+            f"a message for {subject} is {size} bytes with its headers and the "
+            f"broker takes at most {most}: raise max_payload in the NATS server's "
+            "configuration"
+        )
+
+    def __str__(self) -> str:  # MaxPayloadError's own says only "exceeded"
+        return str(self.args[0])
+
+
 class PubAckError(NatsError):
     """The stream refused a message of the batch, or abandoned the batch."""
 
@@ -174,8 +191,10 @@ class BatchPublisher:
         self._current = batch
         nc = self._nc
         check_writable(nc)
-        if any(len(m.head) + len(m.payload) > nc.max_payload for m in batch.messages):
-            raise MaxPayloadError
+        most = nc.max_payload
+        for m in batch.messages:
+            if (size := len(m.head) + len(m.payload)) > most:
+                raise MessageTooLargeError(m.subject, size, most)
         if batch.fast:
             last = len(batch.messages)
             head = f"{self._prefix}.{batch.token}.{min(last, _MAX_FLOW)}.fail."
