@@ -17,6 +17,7 @@ import attrs
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.embedded.postgres import EmbeddedPostgres
+from adapters.embedded.process import wait_or_kill
 from adapters.embedded.scratch import scratch_dir
 from application.club import ClubApplication
 from bench.callers import AUTH_ENV
@@ -109,7 +110,7 @@ def role(
         yield proc
     finally:
         proc.terminate()
-        proc.wait(10)
+        wait_or_kill(proc, 10)  # one that ignores the request is no later run's load
 
 
 def wait_until_projected(

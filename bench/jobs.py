@@ -28,7 +28,7 @@ import httpx
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from adapters.embedded.process import free_port
+from adapters.embedded.process import free_port, wait_or_kill
 from adapters.embedded.readiness import wait_ready
 from adapters.postgres.tables import notifications
 from bench.callers import admin, students_authorizations
@@ -63,7 +63,7 @@ def email_sandbox(data_dir: Path, **env: str) -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        proc.wait(10)
+        wait_or_kill(proc, 10)  # one that ignores the request is no later run's load
 
 
 def unsent(container: bootstrap.Container, total: int, who: Sequence[str]) -> int:
@@ -256,7 +256,7 @@ def unsent_after(count: Callable[[], int], timeout: float) -> int:
     broker of its own (bench/run.py:_on_its_own), so what one leaves cannot slow
     the next."""
     deadline = time.monotonic() + timeout
-    while (left := count()) and time.monotonic() < deadline:
+    while (left := count()) > 0 and time.monotonic() < deadline:
         time.sleep(0.1)
     return left
 

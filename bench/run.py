@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import time
@@ -505,12 +506,14 @@ def _on_its_own(
     round's: e-mails it left unsent on a slow machine would be this round's load."""
     scratch = scratch_dir(f"club-bench-{name}-")
     broker = EmbeddedNats(scratch / "nats", sync_always=True)
-    nats_url = broker.start()
     try:
+        nats_url = broker.start()
         with fresh_database(s.pg_url) as url, club(url, nats_url) as container:
             return measure(container, url, nats_url, scratch)
     finally:
         broker.stop()
+        if not os.environ.get("CLUB_KEEP_SCRATCH"):  # a round's stream and files
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def memory_section(s: Servers, out: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sysconfig
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -16,6 +17,7 @@ from adapters.embedded.process import free_port, spawn, stop, wait_for_port
 from adapters.nats.authorization import NatsUser, authorization_block
 
 MIN_VERSION = (2, 12, 3)
+_RELOADED = "Reloaded server configuration"  # what the server logs once it has
 
 
 def nats_server_binary() -> Path:
@@ -70,6 +72,32 @@ class EmbeddedNats:
     def start(self, timeout: float = 15, port: int | None = None) -> str:
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = port or self.port or free_port()
+        config = self._write_config()
+        argv = [str(nats_server_binary()), "-c", str(config)]
+        self._proc = spawn(argv, log=self.log)
+        wait_for_port(self.port, self._proc, self.log, timeout)
+        return self.url
+
+    def reload(self, timeout: float = 10) -> None:
+        """The configuration written again from these settings and re-read by the
+        running server (SIGHUP, as an operator's `nats-server --signal reload`);
+        returns once the server says it reloaded, so the next client is told."""
+        if self._proc is None:
+            raise RuntimeError("only a running server reloads its configuration")
+        done = self._reloads()
+        self._write_config()
+        self._proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while self._reloads() == done:
+            if time.monotonic() > deadline:
+                tail = self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"nats-server did not reload:\n{tail}")
+            time.sleep(0.01)
+
+    def _reloads(self) -> int:
+        return self.log.read_text(errors="replace").count(_RELOADED)
+
+    def _write_config(self) -> Path:
         config = self.root / "nats.conf"
         sync = "sync_interval: always" if self.sync_always else ""
         store = str(self.root / "jetstream")
@@ -85,10 +113,7 @@ class EmbeddedNats:
             quoted = {name: json.dumps(pw) for name, pw in self.passwords.items()}
             text += authorization_block(self.users, quoted)
         write_private(config, text)  # it holds the passwords
-        argv = [str(nats_server_binary()), "-c", str(config)]
-        self._proc = spawn(argv, log=self.log)
-        wait_for_port(self.port, self._proc, self.log, timeout)
-        return self.url
+        return config
 
     def exit_code(self) -> int | None:
         """None while it runs (or before it starts); its exit code once it died."""

@@ -97,11 +97,12 @@ class MessageTooLargeError(MaxPayloadError):
     max_payload, 1 MB, holds any of them): the caller waits and retries, as for an
     outage, and says what to change."""
 
-    def __init__(self, subject: str, size: int, most: int) -> None:
+    def __init__(self, message: Outgoing, size: int, most: int) -> None:
+        named = message.headers.get("Nats-Msg-Id", "none")
         super().__init__(
-            f"a message for {subject} is {size} bytes with its headers and the "
-            f"broker takes at most {most}: raise max_payload in the NATS server's "
-            "configuration"
+            f"a message for {message.subject} (Nats-Msg-Id {named}) is {size} bytes "
+            f"with its headers and the broker takes at most {most}: raise "
+            "max_payload in the NATS server's configuration"
         )
 
     def __str__(self) -> str:  # MaxPayloadError's own says only "exceeded"
@@ -194,7 +195,7 @@ class BatchPublisher:
         most = nc.max_payload
         for m in batch.messages:
             if (size := len(m.head) + len(m.payload)) > most:
-                raise MessageTooLargeError(m.subject, size, most)
+                raise MessageTooLargeError(m, size, most)
         if batch.fast:
             last = len(batch.messages)
             head = f"{self._prefix}.{batch.token}.{min(last, _MAX_FLOW)}.fail."

@@ -34,7 +34,7 @@ from structlog.contextvars import bound_contextvars
 
 from adapters.crash import crash_point
 from adapters.metrics import DEAD_LETTERS, EVENTS_PUBLISHED
-from adapters.nats.batch_publish import BatchPublisher, Outgoing
+from adapters.nats.batch_publish import BatchPublisher, MessageTooLargeError, Outgoing
 from adapters.nats.streams import DLQ_STREAM, EVENTS_STREAM, dead_letter_subject
 from adapters.postgres.lease import RELAY_LEASE, FencedError, RelayLease
 from adapters.postgres.recorder import select_stretch_of
@@ -90,6 +90,7 @@ class Relay:
     ) -> None:
         self._recorder = recorder
         self._mapper = mapper
+        self._nc = nc
         self._publisher = BatchPublisher(nc)
         self._listen_dsn = listen_dsn
         self._channel = channel
@@ -125,6 +126,14 @@ class Relay:
                     log.warning("relay.fenced", owner=self.lease.owner, error=str(e))
                     self.epoch = None
                     self.forget_prefetched()
+                    continue
+                except MessageTooLargeError as e:  # the broker's setting: wait for it
+                    log.error("relay.message_too_large", error=str(e))
+                    self.forget_prefetched()
+                    await backoff.wait()
+                    # A client learns max_payload when it connects: a broker that
+                    # raised it by a reload is heard only through a new connection.
+                    await self._nc.force_reconnect()
                     continue
                 except TRANSIENT as e:  # the batch is republished from the position
                     log.warning("relay.retry", error=repr(e))
@@ -251,7 +260,7 @@ class Relay:
         n = item.notification
         origin = f"{n.originator_id}:{n.originator_version}"
         recovery = f"fix the mapping, then club relay rewind --to {n.id}"
-        return Outgoing(
+        letter = Outgoing(
             dead_letter_subject(RELAY_DLQ),
             n.state,
             {
@@ -263,6 +272,20 @@ class Relay:
                 "Club-Original-Msg-Id": origin,
                 "Club-Recovery": recovery,
             },
+            DLQ_STREAM,
+        )
+        if len(letter.head) + len(letter.payload) <= self._nc.max_payload:
+            return letter
+        # Unmappable state too large to carry would stop the relay for good: the
+        # event store keeps it, the entry says where.
+        omitted = (
+            f"{len(n.state)} bytes: too large for the broker; the stored event "
+            f"is notification {n.id}"
+        )
+        return Outgoing(
+            letter.subject,
+            b"",
+            letter.headers | {"Club-Body-Omitted": omitted},
             DLQ_STREAM,
         )
 
