@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -16,10 +17,38 @@ _PR_SET_PDEATHSIG = 1
 NOBODY = 65534  # PostgreSQL refuses to run as root; nobody exists on every Linux
 
 
+LOWEST_PORT = 10_000  # below: ports that well-known services claim
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A loopback port nobody listens on, below the kernel's ephemeral range.
+
+    A port from bind(0) is an ephemeral one: the kernel may give it to the next
+    outgoing connection of any process before our server binds it (a cluster
+    node once failed on "address already in use" for its monitoring port). One
+    below the range can only be taken by another server's explicit bind."""
+    span = max(1, ephemeral_range()[0] - LOWEST_PORT)
+    for _ in range(100):
+        port = LOWEST_PORT + secrets.randbelow(span)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # in use, or lingering: another try
+                continue
+            return port
+    with socket.socket() as s:  # nothing free down there: the kernel's choice
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel picks for outgoing connections (Linux's default)."""
+    try:
+        low, high = _EPHEMERAL.read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def running_as_root() -> bool:
