@@ -28,7 +28,7 @@ def free_port() -> int:
     outgoing connection of any process before our server binds it (a cluster
     node once failed on "address already in use" for its monitoring port). One
     below the range can only be taken by another server's explicit bind."""
-    span = max(1, ephemeral_range()[0] - LOWEST_PORT)
+    span = max(1, lowest_ephemeral_port() - LOWEST_PORT)
     for _ in range(100):
         port = LOWEST_PORT + secrets.randbelow(span)
         with socket.socket() as s:
@@ -42,13 +42,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ephemeral_range() -> tuple[int, int]:
-    """The ports the kernel picks for outgoing connections (Linux's default)."""
+def lowest_ephemeral_port() -> int:
+    """Where the ports the kernel picks for outgoing connections begin (Linux's
+    default when it cannot be read)."""
     try:
-        low, high = _EPHEMERAL.read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
+        return int(_EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def running_as_root() -> bool:

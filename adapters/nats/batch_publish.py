@@ -90,6 +90,11 @@ class Outgoing:
         lines = "".join(f"{key}: {value}\r\n" for key, value in self.headers.items())
         return f"NATS/1.0\r\n{lines}\r\n".encode()
 
+    @property
+    def size(self) -> int:
+        """Bytes the broker counts against its max_payload: headers and body."""
+        return len(self.head) + len(self.payload)
+
 
 class MessageTooLargeError(MaxPayloadError):
     """A message with its headers over what the broker takes. Not the message's
@@ -97,10 +102,11 @@ class MessageTooLargeError(MaxPayloadError):
     max_payload, 1 MB, holds any of them): the caller waits and retries, as for an
     outage, and says what to change."""
 
-    def __init__(self, message: Outgoing, size: int, most: int) -> None:
+    def __init__(self, message: Outgoing, most: int) -> None:
         named = message.headers.get("Nats-Msg-Id", "none")
         super().__init__(
-            f"a message for {message.subject} (Nats-Msg-Id {named}) is {size} bytes "
+            f"a message for {message.subject} (Nats-Msg-Id {named}) is "
+            f"{message.size} bytes "
             f"with its headers and the broker takes at most {most}: raise "
             "max_payload in the NATS server's configuration"
         )
@@ -194,8 +200,8 @@ class BatchPublisher:
         check_writable(nc)
         most = nc.max_payload
         for m in batch.messages:
-            if (size := len(m.head) + len(m.payload)) > most:
-                raise MessageTooLargeError(m, size, most)
+            if m.size > most:
+                raise MessageTooLargeError(m, most)
         if batch.fast:
             last = len(batch.messages)
             head = f"{self._prefix}.{batch.token}.{min(last, _MAX_FLOW)}.fail."

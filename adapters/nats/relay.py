@@ -274,7 +274,7 @@ class Relay:
             },
             DLQ_STREAM,
         )
-        if len(letter.head) + len(letter.payload) <= self._nc.max_payload:
+        if letter.size <= self._nc.max_payload:
             return letter
         # Unmappable state too large to carry would stop the relay for good: the
         # event store keeps it, the entry says where.

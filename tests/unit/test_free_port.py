@@ -7,13 +7,13 @@ import socket
 
 import pytest
 
-from adapters.embedded.process import LOWEST_PORT, ephemeral_range, free_port
+from adapters.embedded.process import LOWEST_PORT, free_port, lowest_ephemeral_port
 
 pytestmark = pytest.mark.unit
 
 
 def test_a_free_port_is_below_the_ephemeral_range_and_bindable() -> None:
-    low, _ = ephemeral_range()
+    low = lowest_ephemeral_port()
     for _ in range(50):
         port = free_port()
         assert LOWEST_PORT <= port < low
