@@ -19,7 +19,8 @@ from structlog.testing import capture_logs
 
 from adapters.embedded.nats import EmbeddedNats
 from adapters.nats.dlq import dead_letters
-from adapters.nats.streams import EVENTS_STREAM
+from adapters.nats.relay import Relay
+from adapters.nats.streams import EVENTS_STREAM, connect
 from application.console_reads import DeadLetter
 from application.contracts.mapping import published_envelopes
 from domain.lesson import MAX_TITLE_LENGTH
@@ -67,8 +68,16 @@ def test_an_event_over_the_brokers_max_payload_waits_until_it_is_raised(
     ours = container.app.recorder.select_notifications(start=first, limit=100)
     owed = len(published_envelopes(container.app.mapper, ours))
 
-    async def body(js: JetStreamContext, nc: Client) -> tuple[list[str], int, int]:
-        relay = make_relay(container, nc, database_url)
+    async def body(js: JetStreamContext, _: Client) -> tuple[list[str], int, int]:
+        # The relay on a connection of its own: it reconnects after each refusal,
+        # which would cut the test's own requests on a shared one.
+        relays = await connect(nats_url, name="test-relay")
+        try:
+            return await watched(js, make_relay(container, relays, database_url))
+        finally:
+            await relays.close()
+
+    async def watched(js: JetStreamContext, relay: Relay) -> tuple[list[str], int, int]:
         assert await relay.try_acquire()
         before, dead_before = relay.position, await _dead_letters(js)
         stored_before = (await js.stream_info(EVENTS_STREAM)).state.messages
