@@ -8,7 +8,6 @@ position; the raw loop only sums counts per lesson and upserts them.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from nats.js import JetStreamContext
 from adapters.nats.consumer import ConsumerRunner
 from adapters.nats.pull import bind_pull
 from adapters.nats.streams import EVENTS_STREAM, connect, ensure_consumer
+from entrypoints.runtime.role_loop import run_on_role_loop
 from projections import statistics
 
 BATCH = 256
@@ -49,7 +49,7 @@ def _rate(nats_url: str, drain: Callable[[JetStreamContext, int], Awaitable[int]
         await nc.close()
         return done / elapsed
 
-    return asyncio.run(one())
+    return run_on_role_loop(one())
 
 
 def club_catchup_rate(engine: sa.Engine, nats_url: str) -> float:

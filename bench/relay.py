@@ -16,6 +16,7 @@ from adapters.nats.streams import EVENTS_STREAM, connect, ensure_streams
 from application.contracts.envelope import Envelope
 from entrypoints.config.settings import Settings
 from entrypoints.runtime.bootstrap import build_relay
+from entrypoints.runtime.role_loop import run_on_role_loop
 
 
 async def fresh_stream(js, replicas: int = 1) -> None:
@@ -58,7 +59,7 @@ def relay_once(container, database_url: str, nats_url: str, replicas: int = 1) -
     settings = Settings.from_env(
         {"CLUB_DATABASE_URL": database_url, "CLUB_NATS_URL": nats_url}
     )
-    return asyncio.run(_relay_all(container, settings, nats_url, replicas))
+    return run_on_role_loop(_relay_all(container, settings, nats_url, replicas))
 
 
 async def _relay_all(
@@ -100,4 +101,4 @@ def raw_publish_once(
         await nc.close()
         return len(prepared) / elapsed
 
-    return asyncio.run(one())
+    return run_on_role_loop(one())

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -28,10 +27,8 @@ from entrypoints.runtime import bootstrap, role_metrics
 from entrypoints.runtime.api_workers import api_workers
 from entrypoints.runtime.head_deadline import HEAD_DEADLINE_PROTOCOL
 from entrypoints.runtime.metrics_server import MetricsServer, Refresh, serve_metrics
+from entrypoints.runtime.role_loop import run_on_role_loop
 from entrypoints.runtime.startup_heap import freeze_startup_heap
-
-if sys.platform != "win32":  # a dependency everywhere else (pyproject.toml)
-    import uvloop
 
 log = structlog.get_logger()
 
@@ -99,32 +96,23 @@ def run_api(settings: Settings, workers: int | None = None) -> None:
 
 def run_relay(settings: Settings) -> None:
     serve = partial(_serve, settings, bootstrap.Role("relay"), bootstrap.build_relay)
-    _run_role(_until_signalled(serve))
+    run_on_role_loop(_until_signalled(serve))
 
 
 def run_projector(settings: Settings, name: str) -> None:
     build = partial(bootstrap.build_projector, name=name)
     role = bootstrap.Role("projector", name)
-    _run_role(_until_signalled(partial(_serve, settings, role, build)))
+    run_on_role_loop(_until_signalled(partial(_serve, settings, role, build)))
 
 
 def run_worker(settings: Settings, name: str) -> None:
     build = partial(bootstrap.build_worker, name=name)
     role = bootstrap.Role("worker", name)
-    _run_role(_until_signalled(partial(_serve, settings, role, build)))
+    run_on_role_loop(_until_signalled(partial(_serve, settings, role, build)))
 
 
 def run_saga(settings: Settings) -> None:
-    _run_role(_until_signalled(partial(_serve_saga, settings)))
-
-
-def _run_role(main: Coroutine[Any, Any, None]) -> None:
-    """A role's event loop: uvloop where it is installed, as under `club api`. A
-    relay or a consumer at a trickle pays the loop's own work — a wake-up, a socket
-    read, a callback — once or twice per event; uvloop does it in C."""
-    factory = None if sys.platform == "win32" else uvloop.new_event_loop
-    with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(main)
+    run_on_role_loop(_until_signalled(partial(_serve_saga, settings)))
 
 
 async def _until_signalled(serve: Callable[[asyncio.Event], Awaitable[None]]) -> None:
@@ -171,7 +159,7 @@ def run_trim(settings: Settings, *, once: bool = False) -> None:
     role = bootstrap.Role("trim")
     if not once:
         serve = partial(_serve_trim, settings, database_url, role)
-        _run_role(_until_signalled(serve))
+        run_on_role_loop(_until_signalled(serve))
         return
     container = bootstrap.build(
         database_url, **bootstrap.container_options(settings, role)

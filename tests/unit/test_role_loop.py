@@ -7,18 +7,19 @@ import asyncio
 import pytest
 import uvloop
 
-from entrypoints.runtime.roles import _run_role
+from entrypoints.runtime.role_loop import run_on_role_loop
 
 pytestmark = pytest.mark.unit
 
 
-def test_a_role_runs_on_uvloop_and_its_loop_is_closed_after() -> None:
+def test_a_role_runs_on_uvloop_and_its_loop_is_closed_after_it() -> None:
     seen: list[asyncio.AbstractEventLoop] = []
 
-    async def main() -> None:
+    async def main() -> str:
         seen.append(asyncio.get_running_loop())
+        return "its answer"
 
-    _run_role(main())
+    assert run_on_role_loop(main()) == "its answer"
     [loop] = seen
     assert isinstance(loop, uvloop.Loop)
     assert loop.is_closed()
@@ -29,4 +30,4 @@ def test_a_role_s_error_reaches_its_caller() -> None:
         raise LookupError("the role failed")
 
     with pytest.raises(LookupError, match="the role failed"):
-        _run_role(main())
+        run_on_role_loop(main())
