@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-if sys.platform != "win32":  # a dependency everywhere else (pyproject.toml)
+_NewLoop = Callable[[], asyncio.AbstractEventLoop]
+T = TypeVar("T")
+
+if sys.platform == "win32":  # no uvloop there: asyncio's own loop
+    _NEW_LOOP: _NewLoop | None = None
+else:  # a dependency everywhere else (pyproject.toml)
     import uvloop
 
-T = TypeVar("T")
+    _NEW_LOOP = uvloop.new_event_loop
 
 
 def run_on_role_loop(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)`, on the roles' loop."""
-    factory = None if sys.platform == "win32" else uvloop.new_event_loop
-    with asyncio.Runner(loop_factory=factory) as runner:
+    with asyncio.Runner(loop_factory=_NEW_LOOP) as runner:
         return runner.run(main)
