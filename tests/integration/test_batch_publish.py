@@ -130,17 +130,24 @@ async def replies_to(nc: Client, publisher: BatchPublisher) -> list[Msg]:
     return seen
 
 
-async def settled(seen: list[Msg], expected: int) -> int:
-    """How many replies `seen` holds once `expected` have arrived (up to 5 s) and
-    any more have had 50 ms to: a subscription's callbacks run in a task of their
-    own, which may still be behind the publisher's reply after a flush."""
+async def _until_at_least(count: Callable[[], int], expected: int) -> int:
+    """`count()` once it reaches `expected`, or after 5 s: a subscription's
+    callbacks run in a task of their own, which may still be behind the
+    publisher's reply after a flush."""
 
     async def enough() -> None:
-        while len(seen) < expected:
+        while count() < expected:
             await asyncio.sleep(0.01)
 
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(enough(), 5)
+    return count()
+
+
+async def settled(seen: list[Msg], expected: int) -> int:
+    """How many replies `seen` holds once `expected` have arrived and any more
+    have had 50 ms to."""
+    await _until_at_least(seen.__len__, expected)
     await asyncio.sleep(0.05)
     return len(seen)
 
@@ -155,13 +162,7 @@ async def one_by_one(
         head = len(publisher._prefix) + 1
         return sum(len(m.subject[head:].split(".")) == 2 for m in seen)
 
-    async def enough() -> None:
-        while count() < at_least:
-            await asyncio.sleep(0.01)
-
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(enough(), 5)
-    return count()
+    return await _until_at_least(count, at_least)
 
 
 def test_a_backlog_goes_as_one_fast_batch_and_duplicates_stay_out(
